@@ -20,8 +20,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from dhir.analysis.effects import derived_results
+from dhir.analysis.lift import Lifter, number
 from dhir.analysis.sharing import may_alias, meets_passed_global, memory_of
-from dhir.dialects import func, memref, scf
+from dhir.dialects import affine, func, memref, scf
 from dhir.dialects.dhir import (
     DEVICE_BUFFER_ATTR,
     HOOK_ATTR,
@@ -282,8 +283,9 @@ def loop_reading_between_steps(
 ) -> tuple[Operation, frozenset[SSAValue]] | None:
     """The scf.for or scf.while around `schedule` that `time_loop` would give but for
     host code that loads elements of some of the schedule's memrefs (an scf.while's
-    condition testing a residual), and those memrefs: each loaded by `memref.load` of
-    the memref itself, which shares no memory with another of the schedule's memrefs.
+    condition testing a residual), and those memrefs: each loaded by `memref.load` or
+    `affine.load` of the memref itself, which shares no memory with another of the
+    schedule's memrefs.
     The loads run between two steps' schedules, so a device may keep everything else
     from one step to the next. None where there is no such loop, or no such load."""
     found = _loop_around(schedule, loads=True)
@@ -306,7 +308,7 @@ def _loop_around(schedule: ScheduleOp, loads: bool) -> tuple[Operation, frozense
     for op in loop.walk():
         if op is schedule or schedule.is_ancestor(op):
             continue
-        if loads and isinstance(op, memref.LoadOp) and op.memref in alone:
+        if loads and isinstance(op, Load) and op.memref in alone:
             if not any(may_alias(v, memory) for v in op.indices):
                 read.add(op.memref)
                 continue
@@ -319,6 +321,38 @@ def _loop_around(schedule: ScheduleOp, loads: bool) -> tuple[Operation, frozense
         if meets_passed_global(op, memory):
             return None  # a call may pass the global as the argument
     return loop, frozenset(read)
+
+
+Load = memref.LoadOp | affine.LoadOp
+
+
+def loaded_elements(
+    loop: Operation, schedule: ScheduleOp, memref: SSAValue
+) -> tuple[tuple[int, ...], ...] | None:
+    """The elements of `memref` that the loads of `loop_reading_between_steps` read
+    (the loop's ops outside `schedule`), in program order without repeats; None where a
+    subscript is not a number known at compile time (any element may be read then)."""
+    lifter = Lifter()
+    found: list[tuple[int, ...]] = []
+    for op in loop.walk():
+        if not isinstance(op, Load) or op.memref is not memref or schedule.is_ancestor(op):
+            continue
+        element = _subscripts(op, lifter)
+        if element is None:
+            return None
+        if element not in found:
+            found.append(element)
+    return tuple(found)
+
+
+def _subscripts(op: memref.LoadOp | affine.LoadOp, lifter: Lifter) -> tuple[int, ...] | None:
+    if isinstance(op, memref.LoadOp):
+        values = [lifter.constant(v) for v in op.indices]
+    else:
+        lifted = lifter.map(op.map.data, op.indices)
+        values = [number(v, {}) for v in lifted] if lifted is not None else [None]
+    known = [v for v in values if v is not None]
+    return tuple(known) if len(known) == len(values) else None
 
 
 def _alone(memrefs: list[SSAValue]) -> set[SSAValue]:

@@ -33,6 +33,11 @@ PIECE_ATTR = "dhir.piece"
 # `dhir.rows`, one entry per listed memref, `[]` untouched, else `[in0, in1, out0, out1]`:
 # rows [in0, in1) copied in, [out0, out1) out; an empty range copies nothing, -1 all rows.
 ROWS_ATTR = "dhir.rows"
+# dhir-gpu-kernels marks each GPU task whose loops it makes kernels with the rows of each
+# memref whose current values it needs (reads, or may write without surely writing) and
+# the rows it may write, found while its body is still loops: `dhir.gpu_rows`, entries as
+# `dhir.rows`'s, `[need0, need1, write0, write1]` (dhir.transforms.gpu_rows).
+GPU_ROWS_ATTR = "dhir.gpu_rows"
 Span = tuple[int, int] | None  # rows [first, end) along the first dimension; None: all
 
 
@@ -42,20 +47,20 @@ class PieceRows:
     copy_out: Span
 
 
-def set_rows(task: TaskOp, rows: dict[SSAValue, PieceRows]) -> None:
-    """Record `rows` on `task` as `ROWS_ATTR`."""
+def set_rows(task: TaskOp, rows: dict[SSAValue, PieceRows], attr: str = ROWS_ATTR) -> None:
+    """Record `rows` on `task` as `attr` (`ROWS_ATTR`, `GPU_ROWS_ATTR`)."""
     entries: list[ArrayAttr[IntegerAttr]] = []
     for m in task.memrefs:
         found = rows.get(m)
         spans = () if found is None else (found.copy_in, found.copy_out)
         values = [v for span in spans for v in (span if span is not None else (-1, -1))]
         entries.append(ArrayAttr([IntegerAttr(v, i64) for v in values]))
-    task.attributes[ROWS_ATTR] = ArrayAttr(entries)
+    task.attributes[attr] = ArrayAttr(entries)
 
 
-def rows_of(task: TaskOp) -> dict[SSAValue, PieceRows] | None:
-    """The rows `set_rows` recorded on `task`, if it did."""
-    attr = task.attributes.get(ROWS_ATTR)
+def rows_of(task: TaskOp, name: str = ROWS_ATTR) -> dict[SSAValue, PieceRows] | None:
+    """The rows `set_rows` recorded on `task` as `name`, if it did."""
+    attr = task.attributes.get(name)
     if not isinstance(attr, ArrayAttr):
         return None
     found: dict[SSAValue, PieceRows] = {}

@@ -142,6 +142,8 @@ void dhir_rt_gpu_task(int64_t where) {
 void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag);
 void dhir_rt_gpu_recv(int64_t device, int32_t source, int32_t tag);
 void dhir_rt_gpu_ready(int64_t device);
+void dhir_rt_gpu_ready_rows(int32_t tag);
+static void ready_rows_of(uintptr_t device);
 
 /* --- statistics --------------------------------------------------------------------- */
 
@@ -751,6 +753,7 @@ void mgpuMemFree(void *pointer, void *stream) {
   if (stream != NULL)
     check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
   dhir_rt_gpu_ready((int64_t)(uintptr_t)pointer);
+  ready_rows_of((uintptr_t)pointer);
   forget(pointer);
   unpair((uintptr_t)pointer);
   ++stats.frees;
@@ -908,8 +911,9 @@ static size_t buffer_size(int64_t device, const char *call) {
                 (unsigned long long)device);
 }
 
-static void staged_send(uintptr_t device, size_t size, int32_t dest, int32_t tag) {
-  Staging *stage = take_staging(size, device);
+/* `key`: what dhir_rt_gpu_ready waits on (the buffer, or a message of rows of it). */
+static void staged_send(uintptr_t device, size_t size, int32_t dest, int32_t tag, int64_t key) {
+  Staging *stage = take_staging(size, (uintptr_t)key);
   size_t piece = stage_bytes(), count = (size + piece - 1) / piece;
   CUstream stream = mgpuStreamCreate();
   CUevent *copied = calloc(count ? count : 1, sizeof *copied);
@@ -926,7 +930,7 @@ static void staged_send(uintptr_t device, size_t size, int32_t dest, int32_t tag
     size_t at = i * piece, bytes = size - at < piece ? size - at : piece;
     check(cu.EventSynchronize(copied[i]), "cuEventSynchronize");
     check(cu.EventDestroy(copied[i]), "cuEventDestroy");
-    dhir_rt_device_isend(stage->data + at, (int64_t)bytes, dest, tag, (int64_t)device);
+    dhir_rt_device_isend(stage->data + at, (int64_t)bytes, dest, tag, key);
   }
   free(copied);
   mgpuStreamDestroy(stream);
@@ -951,7 +955,7 @@ static void staged_recv(uintptr_t device, size_t size, int32_t source, int32_t t
 
 /* A handle of a buffer being sent by peer copy: kept until the receiver is done. */
 typedef struct {
-  uintptr_t device;
+  uintptr_t device; /* its key (see staged_send) */
   CUipcMemHandle handle;
   char done; /* the receiver's word that it has copied */
 } Exported;
@@ -969,27 +973,31 @@ static void check_peer(CUresult code, const char *call) {
                 task_text(), call, device_number, error_text(code), code);
 }
 
-static void peer_send(uintptr_t device, int32_t dest, int32_t tag) {
+static void peer_send(uintptr_t device, int32_t dest, int32_t tag, int64_t key) {
   Exported *entry = malloc(sizeof *entry);
   if (entry == NULL)
     dhir_rt_fatal("out of host memory");
-  entry->device = device;
+  entry->device = (uintptr_t)key;
   check_peer(cu.IpcGetMemHandle(&entry->handle, (CUdeviceptr)device), "cuIpcGetMemHandle");
   exported = grow(exported, &exported_capacity, exported_count, sizeof *exported);
   exported[exported_count++] = entry;
   /* Posted first, so the receiver's "done" never waits for it. */
-  dhir_rt_device_irecv(&entry->done, 1, dest, tag + DONE_TAG, (int64_t)device);
-  dhir_rt_device_isend(&entry->handle, sizeof entry->handle, dest, tag, (int64_t)device);
+  dhir_rt_device_irecv(&entry->done, 1, dest, tag + DONE_TAG, key);
+  dhir_rt_device_isend(&entry->handle, sizeof entry->handle, dest, tag, key);
 }
 
-static void peer_recv(uintptr_t device, size_t size, int32_t source, int32_t tag) {
+/* Copies `size` bytes at `offset` of the sender's buffer into the same place of `device`
+   (the buffer's start: the handle maps the sender's whole buffer). */
+static void peer_recv(uintptr_t device, size_t offset, size_t size, int32_t source,
+                      int32_t tag) {
   CUipcMemHandle handle;
   dhir_rt_device_recv(&handle, sizeof handle, source, tag);
   CUdeviceptr there = 0;
   check_peer(cu.IpcOpenMemHandle(&there, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
              "cuIpcOpenMemHandle");
   CUstream stream = mgpuStreamCreate();
-  check(cu.MemcpyAsync((CUdeviceptr)device, there, size, stream), "cuMemcpyAsync");
+  check(cu.MemcpyAsync((CUdeviceptr)device + offset, there + offset, size, stream),
+        "cuMemcpyAsync");
   check(cu.StreamSynchronize(stream), "cuStreamSynchronize");
   mgpuStreamDestroy(stream);
   check(cu.IpcCloseMemHandle(there), "cuIpcCloseMemHandle");
@@ -1004,11 +1012,11 @@ void dhir_rt_gpu_send(int64_t device, int32_t dest, int32_t tag) {
   size_t size = buffer_size(device, "dhir_rt_gpu_send");
   int path = message_path(dest);
   if (path == MESSAGES_PEER)
-    peer_send((uintptr_t)device, dest, tag);
+    peer_send((uintptr_t)device, dest, tag, device);
   else if (path == MESSAGES_DIRECT)
     dhir_rt_device_isend((const void *)(uintptr_t)device, (int64_t)size, dest, tag, device);
   else
-    staged_send((uintptr_t)device, size, dest, tag);
+    staged_send((uintptr_t)device, size, dest, tag, device);
   ++stats.sent;
   stats.sent_bytes += (long long)size;
 }
@@ -1018,7 +1026,7 @@ void dhir_rt_gpu_recv(int64_t device, int32_t source, int32_t tag) {
   size_t size = buffer_size(device, "dhir_rt_gpu_recv");
   int path = message_path(source);
   if (path == MESSAGES_PEER)
-    peer_recv((uintptr_t)device, size, source, tag);
+    peer_recv((uintptr_t)device, 0, size, source, tag);
   else if (path == MESSAGES_DIRECT)
     dhir_rt_device_recv((void *)(uintptr_t)device, (int64_t)size, source, tag);
   else
@@ -1039,6 +1047,85 @@ void dhir_rt_gpu_ready(int64_t device) {
     } else {
       ++i;
     }
+}
+
+/* --- messages of some rows of a device buffer (dhir.transforms.gpu_rows) ---------------
+
+   `bytes` at `offset` of a device buffer, into the same place of the receiver's buffer of
+   the same memref: the rows of a halo exchange, in the same ways as whole buffers. Each
+   message has a tag of its own, and its sends are waited for by that tag: the sender's
+   next task writing those rows calls dhir_rt_gpu_ready_rows(tag), and freeing the buffer
+   waits for every message of it still in flight. */
+
+static struct {
+  int32_t tag;
+  uintptr_t device;
+} *row_sends;
+static size_t row_send_count, row_send_capacity;
+
+/* The key dhir_rt_device_wait waits on for message `tag`: below every buffer's address
+   and below -1 (a peer copy's "done"). */
+static int64_t row_key(int32_t tag) { return -2 - (int64_t)tag; }
+
+static void check_rows(int64_t device, int64_t offset, int64_t bytes, const char *call) {
+  size_t size = buffer_size(device, call);
+  if (offset < 0 || bytes < 0 || (uint64_t)offset + (uint64_t)bytes > size)
+    dhir_rt_fatal("%s: %s was given %lld bytes at %lld of a %zu-byte device buffer",
+                  task_text(), call, (long long)bytes, (long long)offset, size);
+}
+
+void dhir_rt_gpu_send_rows(int64_t device, int64_t offset, int64_t bytes, int32_t dest,
+                           int32_t tag) {
+  start();
+  check_rows(device, offset, bytes, "dhir_rt_gpu_send_rows");
+  int64_t key = row_key(tag);
+  int path = message_path(dest);
+  uintptr_t from = (uintptr_t)device + (uintptr_t)offset;
+  if (path == MESSAGES_PEER)
+    peer_send((uintptr_t)device, dest, tag, key);
+  else if (path == MESSAGES_DIRECT)
+    dhir_rt_device_isend((const void *)from, bytes, dest, tag, key);
+  else
+    staged_send(from, (size_t)bytes, dest, tag, key);
+  row_sends = grow(row_sends, &row_send_capacity, row_send_count, sizeof *row_sends);
+  row_sends[row_send_count].tag = tag;
+  row_sends[row_send_count++].device = (uintptr_t)device;
+  ++stats.sent;
+  stats.sent_bytes += (long long)bytes;
+}
+
+void dhir_rt_gpu_recv_rows(int64_t device, int64_t offset, int64_t bytes, int32_t source,
+                           int32_t tag) {
+  start();
+  check_rows(device, offset, bytes, "dhir_rt_gpu_recv_rows");
+  int path = message_path(source);
+  uintptr_t into = (uintptr_t)device + (uintptr_t)offset;
+  if (path == MESSAGES_PEER)
+    peer_recv((uintptr_t)device, (size_t)offset, (size_t)bytes, source, tag);
+  else if (path == MESSAGES_DIRECT)
+    dhir_rt_device_recv((void *)into, bytes, source, tag);
+  else
+    staged_recv(into, (size_t)bytes, source, tag);
+  ++stats.received;
+  stats.received_bytes += (long long)bytes;
+}
+
+void dhir_rt_gpu_ready_rows(int32_t tag) {
+  dhir_rt_gpu_ready(row_key(tag));
+  for (size_t i = 0; i < row_send_count;)
+    if (row_sends[i].tag == tag)
+      row_sends[i] = row_sends[--row_send_count];
+    else
+      ++i;
+}
+
+/* Before `device` is freed: its messages of rows still in flight. */
+static void ready_rows_of(uintptr_t device) {
+  for (size_t i = 0; i < row_send_count;)
+    if (row_sends[i].device == device)
+      dhir_rt_gpu_ready_rows(row_sends[i].tag); /* removes it, and moves another here */
+    else
+      ++i;
 }
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count, void *stream) {

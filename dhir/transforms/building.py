@@ -272,3 +272,12 @@ def rows_view(value: SSAValue, dim: int, low: int, high: int) -> memref.SubviewO
     offsets = [low if d == dim else 0 for d in range(len(shape))]
     shape[dim] = high - low
     return memref.SubviewOp.from_static_parameters(value, kind, offsets, shape, [1] * len(shape))
+
+
+def element_view(value: SSAValue, element: Sequence[int]) -> memref.SubviewOp:
+    """The static view of `value` (a memref of static shape) holding the one element at
+    subscripts `element`."""
+    kind = value.type
+    assert isinstance(kind, MemRefType)
+    ones = [1] * len(element)
+    return memref.SubviewOp.from_static_parameters(value, kind, list(element), ones, ones)

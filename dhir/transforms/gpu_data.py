@@ -30,7 +30,12 @@ host copy ("dirty"):
   stays there, copied in under `scf.if` on the loop's first step and out on its last
   (`_Steps`; for an scf.while with no test for its last step, by a schedule of its own
   after the loop). What a host or another rank touches between two GPU uses is copied
-  every step, as in a schedule alone; so is what the loop's own loads read.
+  every step, as in a schedule alone; so is what the loop's own loads read: only the
+  elements they load, where their subscripts are known numbers.
+- An scf.for time loop whose schedule holds only GPU tasks, on several ranks, is planned
+  row by row instead (dhir.transforms.gpu_rows): only the rows one GPU needs of another's
+  go between them each step (`dhir_rt_gpu_send_rows`/`recv_rows`), and each rank's rows
+  are copied in once before the loop and out once after it, by schedules of their own.
 
 The copies become part of the GPU task's own body (`gpu.memcpy`), and the body uses the
 device buffers instead of the schedule operands. So dhir-lower-to-mpi sees ordinary host
@@ -76,14 +81,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dhir.analysis.counted_whiles import counted_bounds
 from dhir.analysis.effects import Effects, task_effects
 from dhir.analysis.handoff import drop_facts
-from dhir.analysis.outputs import loop_reading_between_steps, time_loop
+from dhir.analysis.outputs import loaded_elements, loop_reading_between_steps, time_loop
 from dhir.dialects import arith, func, mpi, scf
 from dhir.dialects import gpu as dgpu
 from dhir.dialects import memref as xmemref
 from dhir.dialects.access import is_view
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, RANK_ATTR, ScheduleOp, TargetOp, TaskOp
+from dhir.ir.layout import element_bytes
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import (
+    GPU_ROWS_ATTR,
     PieceRows,
     Span,
     is_gpu_task,
@@ -95,7 +102,16 @@ from dhir.ir.tasks import (
 from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
-from dhir.transforms.building import ConstantArrays, aligned_address, rows_view
+from dhir.transforms.building import ConstantArrays, aligned_address, element_view, rows_view
+from dhir.transforms.gpu_rows import (
+    Interval,
+    RowFacts,
+    RowMessage,
+    RowPlan,
+    Rows,
+    plan_row_loop,
+    task_rows,
+)
 from dhir.transforms.instrument import BEGIN as TASK_BEGIN
 from dhir.transforms.instrument import END as TASK_END
 from dhir.transforms.pass_options import check_entry, check_ranks
@@ -108,6 +124,9 @@ UNPIN_HOOK = "dhir_rt_gpu_unpin_all"
 SEND_HOOK = "dhir_rt_gpu_send"
 RECV_HOOK = "dhir_rt_gpu_recv"
 READY_HOOK = "dhir_rt_gpu_ready"
+SEND_ROWS_HOOK = "dhir_rt_gpu_send_rows"
+RECV_ROWS_HOOK = "dhir_rt_gpu_recv_rows"
+READY_ROWS_HOOK = "dhir_rt_gpu_ready_rows"
 MESSAGE_TAGS = 1 << 14  # DONE_TAG in dhir_gpu_rt.c
 
 
@@ -130,7 +149,7 @@ class GpuDataPass(ModulePass):
         labels = _Labels(op)
         numbers = described_gpus(op, self.ranks)
         entry = _entry_function(op, self.entry)
-        lasting = messages = False
+        lasting = messages = row_messages = False
         local = _LocalUses()
         for schedule in [s for s in op.walk() if isinstance(s, ScheduleOp)]:
             tasks = list(schedule.tasks())
@@ -139,6 +158,7 @@ class GpuDataPass(ModulePass):
                 data.run(self.device_messages)
                 lasting |= data.lasting
                 messages |= data.messages
+                row_messages |= data.row_messages
         if labels.used:
             block = op.body.block
             block.add_op(func.FuncOp.external(TASK_HOOK, [i64], []))
@@ -148,12 +168,21 @@ class GpuDataPass(ModulePass):
             block.add_op(func.FuncOp.external(SEND_HOOK, [i64, i32, i32], []))
             block.add_op(func.FuncOp.external(RECV_HOOK, [i64, i32, i32], []))
             block.add_op(func.FuncOp.external(READY_HOOK, [i64], []))
+        if row_messages:
+            block = op.body.block
+            block.add_op(func.FuncOp.external(SEND_ROWS_HOOK, [i64, i64, i64, i32, i32], []))
+            block.add_op(func.FuncOp.external(RECV_ROWS_HOOK, [i64, i64, i64, i32, i32], []))
+            block.add_op(func.FuncOp.external(READY_ROWS_HOOK, [i32], []))
         if lasting and entry is not None:
             _unpin_before_returns(entry)
             op.body.block.add_op(func.FuncOp.external(UNPIN_HOOK, [], []))
 
 
 # --- the plan: which copies go where ---------------------------------------------------
+
+
+# The subscripts of one element of a memref.
+Element = tuple[int, ...]
 
 
 @dataclass
@@ -177,6 +206,9 @@ class CopyPlan:
     # In a time loop with no test for its last step: memrefs copied out once after the
     # loop, from the device of the rank of the task they are keyed by.
     after_loop: dict[int, list[SSAValue]] = field(default_factory=dict)
+    # Single elements copied device to host after the task, for host code between steps
+    # that loads only them (TaskFacts.elements); the rest stays on the device.
+    copy_elements: dict[int, list[tuple[SSAValue, Element]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -187,6 +219,9 @@ class TaskFacts:
     # A GPU piece of a split loop (dhir-split-devices): per memref, the rows it copies in
     # and out, every time.
     rows: dict[SSAValue, PieceRows] | None = None
+    # Host code between a time loop's steps (a CPU task, reading only): per memref it
+    # reads, the elements it loads, where known; it needs nothing else of them.
+    elements: dict[SSAValue, tuple[Element, ...]] | None = None
 
     @property
     def whole_gpu(self) -> bool:
@@ -314,6 +349,11 @@ def _plan_step(
         plan.copy_out[k] = []
         for m in [m for m in touched if m in device_only]:
             later = _next_user(facts, k, m)
+            # Host code that loads a few elements before the next user gets those alone;
+            # dropped below where the whole memref goes out anyway.
+            loaded = _elements_read(facts, k, later, m)
+            if loaded:
+                plan.copy_elements.setdefault(k, []).extend((m, e) for e in loaded)
             if later is None and cyclic:
                 first = _next_user(facts, -1, m)
                 assert first is not None  # task k uses it
@@ -342,8 +382,23 @@ def _plan_step(
                 continue
             plan.copy_out[k].append(m)
             device_only.discard(m)
+            if loaded:
+                plan.copy_elements[k] = [(v, e) for v, e in plan.copy_elements[k] if v is not m]
     plan.in_flight = set(sending)
     return plan
+
+
+def _elements_read(
+    facts: Sequence[TaskFacts], k: int, later: int | None, m: SSAValue
+) -> list[Element]:
+    """The elements of `m` that host code loading only elements (TaskFacts.elements)
+    reads between task k and `later` (the end: None)."""
+    found: list[Element] = []
+    for j in range(k + 1, len(facts) if later is None else later):
+        elements = facts[j].elements
+        if elements is not None and m in elements:
+            found += [e for e in elements[m] if e not in found]
+    return found
 
 
 def _rows(task: TaskFacts, m: SSAValue, out: bool) -> Span | tuple[()]:
@@ -368,8 +423,12 @@ def _last_on(facts: Sequence[TaskFacts], k: int, m: SSAValue, rank: int) -> int:
 
 
 def _next_user(facts: Sequence[TaskFacts], k: int, m: SSAValue) -> int | None:
-    """The first task after task k that touches `m`, if any."""
+    """The first task after task k that touches `m`, if any, but host code that loads
+    only some elements of it (TaskFacts.elements), which gets them alone."""
     for later in range(k + 1, len(facts)):
+        elements = facts[later].elements
+        if elements is not None and m in elements:
+            continue
         if m in facts[later].effects.touches():
             return later
     return None
@@ -409,6 +468,7 @@ class _ScheduleData:
     lasting: bool = False  # some device buffer's host memref lasts the whole run
     numbers: list[str] = field(default_factory=list)  # see task_numbers
     messages: bool = False  # some task sends or receives a device buffer
+    row_messages: bool = False  # some task sends or receives rows of one (gpu_rows)
     order: list[SSAValue] = field(default_factory=list)  # the schedule's memrefs
     # What the device buffers are made before and freed after: the schedule, or its time
     # loop, so that they last all its steps and the loop holds nothing but the schedule
@@ -429,11 +489,16 @@ class _ScheduleData:
         order = self.order = [v for v in self.schedule.args if isinstance(v.type, MemRefType)]
         facts = [self._facts(task) for task in self.tasks]
         needed = self.local.needed_after(self.schedule, order)
+        rows = self._row_plan(facts, needed) if device_messages else None
+        if rows is not None:
+            self._run_rows(facts, rows)
+            return
         if isinstance(self.anchor, scf.ForOp | scf.WhileOp):
             steps = self.steps = _Steps(self.anchor, self.schedule)
             # Host code reading between steps: a CPU task at the step's end, so that what
             # it reads goes out every step and the rest stays on the devices.
-            host = [TaskFacts(0, False, Effects(self.host_reads, frozenset()))]
+            effects = Effects(self.host_reads, frozenset())
+            host = [TaskFacts(0, False, effects, elements=self._host_elements())]
             cycle = [*facts, *host] if self.host_reads else facts
             plan = plan_loop_copies(cycle, order, needed, device_messages, steps.last_known)
             if any(plan.first_in.values()) or plan.after_loop:
@@ -451,6 +516,148 @@ class _ScheduleData:
                 self._rewrite(task, k, facts[k], plan)
         if plan.after_loop:
             self._copy_out_after_loop(plan.after_loop, facts)
+
+    # --- a time loop planned row by row (gpu_rows) ---------------------------------------
+
+    def _row_plan(self, facts: Sequence[TaskFacts], needed: set[SSAValue]) -> RowPlan | None:
+        """The row-wise plan for an scf.for time loop whose schedule holds only whole GPU
+        tasks, on more than one rank, of memrefs of static shape; None elsewhere, or
+        where the steps do not repeat or the messages outnumber the tags."""
+        if not isinstance(self.anchor, scf.ForOp) or self.host_reads:
+            return None
+        if not all(f.whole_gpu for f in facts) or len({f.rank for f in facts}) < 2:
+            return None
+        if not all(_static_rows(m) for m in self.order):
+            return None
+        row_facts = [_row_facts(task, fact.rank) for task, fact in zip(self.tasks, facts)]
+        plan = plan_row_loop(row_facts, self.order, needed)
+        if plan is None or len(self.order) + len(plan.messages) > MESSAGE_TAGS:
+            return None
+        return plan
+
+    def _run_rows(self, facts: Sequence[TaskFacts], plan: RowPlan) -> None:
+        self.row_messages = bool(plan.messages)
+        self._allocate(self._buffer_users(facts, self.order))
+        assert isinstance(self.anchor, scf.ForOp)
+        self.steps = _Steps(self.anchor, self.schedule)
+        for k, task in enumerate(self.tasks):
+            self._rewrite_rows(task, k, facts[k], plan)
+        loop = self.anchor
+        firsts = {f.rank: k for k, f in reversed(list(enumerate(facts)))}
+        before = self._rows_schedule(plan.copy_in, firsts, None)
+        if before is not None:
+            Rewriter.insert_op(before, InsertPoint.before(loop))
+        # A loop that ran no step filled no device buffer: its schedule copies out nothing.
+        ran = arith.CmpiOp(loop.lb, loop.ub, "slt")
+        ran.result.name_hint = "ran"
+        after = self._rows_schedule(plan.copy_out, firsts, ran.result)
+        if after is not None:
+            Rewriter.insert_op([ran, after], InsertPoint.after(loop))
+
+    def _rewrite_rows(self, task: TaskOp, k: int, facts: TaskFacts, plan: RowPlan) -> None:
+        drop_facts(task)
+        block = task.body.block
+        mine = {m: b for (r, m), b in self.buffers.items() if r == facts.rank}
+        for op in block.walk():
+            for index, operand in enumerate(op.operands):
+                if operand in mine:
+                    op.operands[index] = mine[operand]
+        hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
+        start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
+        for number in plan.ready.get(k, []):
+            tag = arith.ConstantOp(IntegerAttr(len(self.order) + number, i32))
+            start += [tag, func.CallOp(READY_ROWS_HOOK, [tag.result], [])]
+        end: list[Operation] = []
+        for number, message in enumerate(plan.messages):
+            if message.receiver == k:
+                other = self.tasks[message.sender]
+                call = self._row_message(RECV_ROWS_HOOK, mine, message, number, other)
+                start += self._unless_step(call, message.crossing, first=True)
+            if message.sender == k:
+                other = self.tasks[message.receiver]
+                call = self._row_message(SEND_ROWS_HOOK, mine, message, number, other)
+                end += self._unless_step(call, message.crossing, first=False)
+        first, last = _inside_hooks(block)
+        block.insert_ops_before(start, first)
+        block.insert_ops_before(end, last)
+
+    def _row_message(
+        self,
+        hook: str,
+        mine: dict[SSAValue, SSAValue],
+        message: RowMessage,
+        number: int,
+        other: TaskOp,
+    ) -> list[Operation]:
+        """A call sending the message's rows of this rank's buffer to `other`'s rank,
+        or receiving them from there; its tag follows the memrefs' (see plan_copies)."""
+        ops: list[Operation] = []
+        address = aligned_address(ops, mine[message.memref])
+        row = _row_bytes(message.memref)
+        low, high = message.rows
+        offset = arith.ConstantOp(IntegerAttr(low * row, i64))
+        size = arith.ConstantOp(IntegerAttr((high - low) * row, i64))
+        rank = arith.ConstantOp(IntegerAttr(rank_of(other) or 0, i32))
+        tag = arith.ConstantOp(IntegerAttr(len(self.order) + number, i32))
+        values = [address, offset.result, size.result, rank.result, tag.result]
+        return [*ops, offset, size, rank, tag, func.CallOp(hook, values, [])]
+
+    def _unless_step(self, ops: list[Operation], crossing: bool, first: bool) -> list[Operation]:
+        """`ops`, under `scf.if` on the loop's step not being its first (`first`) or its
+        last where they cross from one step to the next."""
+        if not crossing:
+            return ops
+        assert self.steps is not None
+        test, condition = self.steps.first() if first else self.steps.last()
+        return [*test, scf.IfOp(condition, [], [scf.YieldOp()], [*ops, scf.YieldOp()])]
+
+    def _rows_schedule(
+        self,
+        copies: dict[int, list[tuple[SSAValue, Interval]]],
+        firsts: dict[int, int],
+        ran: SSAValue | None,
+    ) -> ScheduleOp | None:
+        """A schedule whose task on each rank copies `copies`'s rows for it into its
+        device buffers (before the loop: `ran` None) or out of them, where `ran`; named
+        after the rank's first task."""
+        if not copies:
+            return None
+        block = Block()
+        targets: dict[Operation, TargetOp] = {}
+        memrefs: list[SSAValue] = []
+        for rank in sorted(copies):
+            k = firsts[rank]
+            task = self.tasks[k]
+            hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
+            ops: list[Operation] = [*hook, func.CallOp(TASK_HOOK, [name], [])]
+            moved: list[Operation] = []
+            for m, rows in copies[rank]:
+                device = self.buffers[(rank, m)]
+                moved += _copy(device, m, rows) if ran is None else _copy(m, device, rows)
+            ops += moved if ran is None else [scf.IfOp(ran, [], [*moved, scf.YieldOp()])]
+            used = [m for m in self.order if any(m is c for c, _ in copies[rank])]
+            copy = TaskOp(self._target_in(block, task, targets), used, Region(Block(ops)))
+            copy.attributes[RANK_ATTR] = IntegerAttr(rank, i64)
+            copy.location = task.location
+            block.add_op(copy)
+            memrefs += [m for m in used if m not in memrefs]
+        schedule = ScheduleOp([m for m in self.order if m in memrefs], Region(block))
+        schedule.location = self.schedule.location
+        return schedule
+
+    def _host_elements(self) -> dict[SSAValue, tuple[Element, ...]]:
+        """Per memref that host code between steps loads from: the elements it loads,
+        where each subscript is a known number within a static shape (else the memref
+        is left out, and goes out whole)."""
+        found: dict[SSAValue, tuple[Element, ...]] = {}
+        for m in self.host_reads:
+            elements = loaded_elements(self.anchor, self.schedule, m)
+            type_ = m.type
+            assert isinstance(type_, MemRefType)
+            shape = type_.get_shape()
+            if elements is not None and all(_inside(e, shape) for e in elements):
+                found[m] = elements
+        return found
 
     def _facts(self, task: TaskOp) -> TaskFacts:
         rank = rank_of(task)
@@ -551,6 +758,8 @@ class _ScheduleData:
         end: list[Operation] = []
         for m in plan.copy_out.get(k, []):
             end += _copy(m, mine[m], rows[m].copy_out if m in rows else None)
+        for m, element in plan.copy_elements.get(k, []):
+            end += _copy_element(m, mine[m], element)
         once = [op for m in plan.last_out.get(k, []) for op in _copy(m, mine[m], None)]
         end += self._on_step(once, first=False)
         for m, destination in plan.send.get(k, []):
@@ -892,6 +1101,53 @@ def _dealloc(buffer: SSAValue) -> Operation:
 
 def _memcpy(destination: SSAValue, source: SSAValue) -> Operation:
     return dgpu.MemcpyOp.build(operands=[[], destination, source], result_types=[[]])
+
+
+def _static_rows(m: SSAValue) -> bool:
+    """Whether `m` is a memref of static shape with at least one dimension, whose rows
+    have a size in bytes dhir knows."""
+    type_ = m.type
+    if not isinstance(type_, MemRefType) or not type_.get_shape():
+        return False
+    return all(n >= 0 for n in type_.get_shape()) and _row_bytes(m) > 0
+
+
+def _row_bytes(m: SSAValue) -> int:
+    """Bytes in one row (along the first dimension) of `m`, a memref of static shape; 0
+    where the element's size is unknown."""
+    type_ = m.type
+    assert isinstance(type_, MemRefType)
+    size = element_bytes(type_.get_element_type()) or 0
+    for n in type_.get_shape()[1:]:
+        size *= n
+    return size
+
+
+def _row_facts(task: TaskOp, rank: int) -> RowFacts:
+    """The rows of each memref `task` needs and may write: as dhir-gpu-kernels found them
+    while its body was loops, else from its access regions now."""
+    found = rows_of(task, GPU_ROWS_ATTR)
+    if found is None:
+        found = task_rows(task)
+    needs: dict[SSAValue, Rows] = {}
+    writes: dict[SSAValue, Rows] = {}
+    for m, rows in found.items():
+        type_ = m.type
+        assert isinstance(type_, MemRefType)
+        every = Rows.of([(0, type_.get_shape()[0])])
+        needs[m] = every if rows.copy_in is None else Rows.of([rows.copy_in])
+        writes[m] = every if rows.copy_out is None else Rows.of([rows.copy_out])
+    return RowFacts(rank, needs, writes)
+
+
+def _inside(element: Element, shape: Sequence[int]) -> bool:
+    return len(element) == len(shape) and all(0 <= i < n for i, n in zip(element, shape))
+
+
+def _copy_element(destination: SSAValue, source: SSAValue, element: Element) -> list[Operation]:
+    """A copy of one element of `source` into the same element of `destination`."""
+    views = [element_view(v, element) for v in (destination, source)]
+    return [*views, _memcpy(views[0].result, views[1].result)]
 
 
 def _copy(destination: SSAValue, source: SSAValue, rows: Span) -> list[Operation]:

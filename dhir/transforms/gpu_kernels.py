@@ -27,11 +27,19 @@ from dhir.dialects.access import is_shape_query, is_view
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import error_at
-from dhir.ir.tasks import THREADED_KINDS, is_gpu_task, task_label, task_numbers
+from dhir.ir.tasks import (
+    GPU_ROWS_ATTR,
+    THREADED_KINDS,
+    is_gpu_task,
+    set_rows,
+    task_label,
+    task_numbers,
+)
 from dhir.ir.text import through_mlir_opt
 from dhir.ir.walk import enclosing
 from dhir.machine.detect import default_chip
 from dhir.targets import UnknownArchError, ptx_feature
+from dhir.transforms.gpu_rows import task_rows
 
 # Threads per block along each mapped dimension, by loop depth; the first dimension is the
 # innermost (contiguous) one, see _reverse_dims.
@@ -69,6 +77,9 @@ class GpuKernelsPass(ModulePass):
             # Before mapping too: the ops that come back from mlir-opt have lost the
             # user's source locations.
             _check_host_code(task, labels[task])
+        for task in loops:
+            # The kernels' accesses are not analysed: dhir-gpu-data reads these instead.
+            set_rows(task, task_rows(task), GPU_ROWS_ATTR)
         if loops:
             _map_loops(loops, labels, self.mlir_opt)
         for number, task in enumerate(tasks):

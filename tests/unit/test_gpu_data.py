@@ -19,11 +19,15 @@ from dhir.analysis.effects import Effects
 from dhir.backends.interp import run_interp
 from dhir.dialects import gpu
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR
+from dhir.transforms.building import rows_view
 from dhir.transforms.gpu_data import (
     PAIR_HOOK,
     READY_HOOK,
+    READY_ROWS_HOOK,
     RECV_HOOK,
+    RECV_ROWS_HOOK,
     SEND_HOOK,
+    SEND_ROWS_HOOK,
     TASK_HOOK,
     UNPIN_HOOK,
     TaskFacts,
@@ -217,6 +221,19 @@ def test_a_loop_with_no_last_step_to_test_for_copies_out_after_it() -> None:
     assert plan.after_loop == {0: [a]}
 
 
+def test_host_code_loading_elements_between_steps_gets_only_those() -> None:
+    """Host code at a step's end (the loop's condition) loads %a[0] and %a[3]: those
+    elements go out every step, the whole of %a only after the last; %b, whose
+    subscripts are not known (no `elements` entry), goes out whole every step."""
+    a, b = _values(2)
+    gpu_task = _fact(0, True, reads=[a, b], writes=[a, b])
+    host = TaskFacts(0, False, Effects(frozenset([a, b]), frozenset()), None, {a: ((0,), (3,))})
+    plan = plan_loop_copies([gpu_task, host], [a, b], {a, b})
+    assert plan.copy_elements == {0: [(a, (0,)), (a, (3,))]}
+    assert plan.copy_out == {0: [b]} and plan.last_out == {0: [a]}
+    assert plan.first_in == {0: [a, b]}
+
+
 def test_a_time_loop_waits_for_its_last_step_s_sends() -> None:
     (a,) = _values(1)
     facts = [_fact(0, True, writes=[a]), _fact(1, True, reads=[a], writes=[a])]
@@ -339,12 +356,15 @@ func.func @main(%a: memref<8xi32>, %b: memref<8xi32>, %c: memref<8xi32>) {
 def test_a_time_loop_with_device_messages_still_keeps_data_on_the_device() -> None:
     """Rank 0's GPU sends %a to rank 1's each step (a send that may be in flight when
     the next step starts); %c, which only rank 0's GPU reads, and %b, which only rank
-    1's GPU uses, still stay on their devices between steps."""
+    1's GPU uses, still stay on their devices between steps. (GPU tasks alone on two
+    ranks: planned row by row since 2026-12-01, so the copies are before and after
+    the loop, not on its first and last steps.)"""
     module = dhir.parse_string(MESSAGES_IN_A_LOOP)
     dhir.run_pipeline(module, "dhir-gpu-data{ranks=2}")
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)]
     copies = [op for op in module.walk() if isinstance(op, gpu.MemcpyOp)]
-    assert all(isinstance(op.parent_op(), scf.IfOp) for op in copies)
-    assert len(copies) == 5  # %a, %b and %c in on the first step; %a and %b out on the last
+    assert not any(loop.is_ancestor(op) for op in copies)
+    assert len(copies) == 5  # %a, %b and %c in before the loop; %a and %b out after it
     inputs = [np.arange(8, dtype=np.int32) * k for k in (1, 2, 3)]
     a, b, c = (x.copy() for x in inputs)
     for _ in range(3):
@@ -396,13 +416,28 @@ func.func @main(%a: memref<8xi32>, %b: memref<8xi32>) {
 """
 
 
-@pytest.mark.parametrize("ranks", [1, 2])
-def test_a_while_loop_whose_condition_reads_gpu_data_copies_out_only_that(ranks: int) -> None:
-    """The condition reads %a: it goes out every step (from the last rank's GPU), %b
-    stays on the device and goes out once, after the loop; both go in on the first
-    step only. Until 2026-12-01 a host load in the loop made every step copy both in
-    and out."""
+def converging(ranks: int, load: str = "memref") -> str:
+    """CONVERGING with its task on the last of `ranks`, its condition loading %a[0]
+    with `memref.load` or `affine.load` (`load`)."""
     text = CONVERGING.replace("RANK", f"attributes {{dhir.rank = {ranks - 1} : i64}}")
+    if load == "affine":
+        text = text.replace(
+            "memref.load %a[%c0] : memref<8xi32>", "affine.load %a[0] : memref<8xi32>"
+        )
+    return text
+
+
+@pytest.mark.parametrize("load", ["memref", "affine"])
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_while_loop_whose_condition_reads_gpu_data_copies_out_only_that(
+    ranks: int, load: str
+) -> None:
+    """The condition reads %a[0]: that element goes out every step (from the last
+    rank's GPU), the rest of %a and all of %b stay on the device and go out once, after
+    the loop; both go in on the first step only. Until 2026-12-01 a host load in the
+    loop made every step copy both in and out; then all of %a went out every step (an
+    `affine.load` still made every step copy both in and out)."""
+    text = converging(ranks, load)
     module = dhir.parse_string(text)
     dhir.run_pipeline(module, f"dhir-gpu-data{{ranks={ranks}}}")
     zeros = [np.zeros(8, np.int32), np.zeros(8, np.int32)]
@@ -412,10 +447,18 @@ def test_a_while_loop_whose_condition_reads_gpu_data_copies_out_only_that(ranks:
     (loop,) = [op for op in module.walk() if isinstance(op, scf.WhileOp)]
     copies = [op for op in loop.walk() if isinstance(op, gpu.MemcpyOp)]
     every_step = [op for op in copies if not isinstance(op.parent_op(), scf.IfOp)]
-    assert [op.dst.name_hint for op in every_step] == ["a"]
-    assert len(copies) == 3  # %a and %b in on the first step, %a out
+    assert [_element_copied(op) for op in every_step] == [("a", (0,))]
+    assert len(copies) == 3  # %a and %b in on the first step, %a[0] out
     after = [op for op in module.walk() if isinstance(op, gpu.MemcpyOp) and op not in copies]
-    assert [op.dst.name_hint for op in after] == ["b"]
+    assert [op.dst.name_hint for op in after] == ["a", "b"]
+
+
+def _element_copied(copy: gpu.MemcpyOp) -> tuple[str | None, tuple[int, ...]]:
+    """The host memref a copy out of one element writes, and the element's subscripts."""
+    view = copy.dst.owner
+    assert isinstance(view, memref.SubviewOp)
+    assert tuple(view.static_sizes.get_values()) == (1,) * len(view.static_sizes)
+    return view.source.name_hint, tuple(view.static_offsets.get_values())
 
 
 # --- the rewritten program, run --------------------------------------------------------
@@ -424,11 +467,13 @@ def test_a_while_loop_whose_condition_reads_gpu_data_copies_out_only_that(ranks:
 def _run_on_interp(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a module after dhir-gpu-data in the interpreter: every rank's device buffers
     exist (their rank guards become `true`), the runtime hooks are dropped, and a device
-    message is a copy into a mailbox per tag and out of it, in program order."""
-    hooks = (TASK_HOOK, PAIR_HOOK, UNPIN_HOOK, READY_HOOK)
+    message is a copy into a mailbox per tag and out of it, in program order (a message
+    of rows: of those rows)."""
+    hooks = (TASK_HOOK, PAIR_HOOK, UNPIN_HOOK, READY_HOOK, READY_ROWS_HOOK)
+    messages = (SEND_HOOK, RECV_HOOK, SEND_ROWS_HOOK, RECV_ROWS_HOOK)
     mailboxes: dict[int, SSAValue] = {}
     for op in list(module.walk()):
-        if isinstance(op, func.CallOp) and op.callee.string_value() in (SEND_HOOK, RECV_HOOK):
+        if isinstance(op, func.CallOp) and op.callee.string_value() in messages:
             _as_mailbox_copy(op, mailboxes)
         elif isinstance(op, func.CallOp) and op.callee.string_value() in hooks:
             operands = list(op.operands)
@@ -447,7 +492,7 @@ def _run_on_interp(module: ModuleOp, inputs: list[np.ndarray]) -> list[np.ndarra
 
 
 def _as_mailbox_copy(call: func.CallOp, mailboxes: dict[int, SSAValue]) -> None:
-    address, _, tag = call.operands
+    address, tag = call.operands[0], call.operands[-1]
     buffer = address.owner.operands[0].owner.operands[0]  # type: ignore[union-attr]
     number = tag.owner.value.value.data  # type: ignore[union-attr]
     if number not in mailboxes:
@@ -457,16 +502,31 @@ def _as_mailbox_copy(call: func.CallOp, mailboxes: dict[int, SSAValue]) -> None:
         main.body.block.insert_op_before(box, main.body.block.first_op)  # type: ignore[arg-type]
         mailboxes[number] = box.memref
     box = mailboxes[number]
-    sending = call.callee.string_value() == SEND_HOOK
+    sending = call.callee.string_value() in (SEND_HOOK, SEND_ROWS_HOOK)
     ends = [box, buffer] if sending else [buffer, box]
+    views: list[Operation] = []
+    if len(call.operands) == 5:  # rows: bytes at an offset
+        offset, size = (v.owner.value.value.data for v in call.operands[1:3])  # type: ignore[union-attr]
+        row = _row_bytes(buffer.type)
+        views = [rows_view(v, 0, offset // row, (offset + size) // row) for v in ends]
+        ends = [v.result for v in views]
     copy = gpu.MemcpyOp.build(operands=[[], *ends], result_types=[[]])
     assert call.parent is not None
-    call.parent.insert_op_before(copy, call)
+    for op in [*views, copy]:
+        call.parent.insert_op_before(op, call)
     operands = list(call.operands)
     call.detach()
     call.erase()
     for operand in operands:
         _erase_unused(operand)
+
+
+def _row_bytes(type_: object) -> int:
+    assert isinstance(type_, MemRefType)
+    size = type_.element_type.bitwidth // 8  # type: ignore[union-attr]
+    for n in type_.get_shape()[1:]:
+        size *= n
+    return size
 
 
 def _ops(op: Operation) -> list[Operation]:
@@ -504,6 +564,133 @@ def test_copies_keep_the_sequential_result(case: tuple[int, RandomSchedule, int]
     results = _run_on_interp(module, [a.copy() for a in inputs])
     for got, want in zip(results, program.reference(inputs)):
         np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ranked_cases((2, 3), 10, 4, GPU_ONLY),
+    st.integers(0, 4),
+    st.integers(0, 2),
+    st.integers(1, 3),
+)
+def test_rows_between_gpus_in_a_time_loop_keep_the_sequential_result(
+    case: tuple[int, RandomSchedule, int], steps: int, lb: int, step: int
+) -> None:
+    """GPU tasks only, on several ranks, in an scf.for: planned row by row
+    (dhir.transforms.gpu_rows), each message of rows a copy into a mailbox and out."""
+    ranks, random_program, seed = case
+    program = parallel(random_program)
+    loop = TimeLoop(steps, lb, step)
+    text = _in_time_loop(program.text(), loop.steps, loop)
+    note(text)
+    module = dhir.parse_string(text)
+    dhir.run_pipeline(module, f"dhir-place{{ranks={ranks}}},dhir-gpu-data{{ranks={ranks}}}")
+    note(dhir.print_module(module))
+    inputs = random_inputs(program, seed)
+    want = loop.reference(program, inputs)
+    results = _run_on_interp(module, [a.copy() for a in inputs])
+    for got, expected in zip(results, want):
+        np.testing.assert_array_equal(got, expected)
+
+
+HALO_TASK = """%{name} = dhir.task %gpu, %a, %b attributes {{dhir.rank = {rank} : i64}} {{
+        %lo = arith.constant {lo} : index
+        %hi = arith.constant {hi} : index
+        %u = arith.constant 1 : index
+        %z = arith.constant 0 : index
+        %w = arith.constant {width} : index
+        %half = arith.constant 0.5 : f64
+        scf.parallel (%i, %j) = (%lo, %z) to (%hi, %w) step (%u, %u) {{
+          {body}
+        }}
+      }}
+      """
+HALO_SWEEP = """%l = arith.subi %i, %u : index
+          %r = arith.addi %i, %u : index
+          %x = memref.load %a[%l, %j] : memref<{rows}x{width}xf64>
+          %y = memref.load %a[%r, %j] : memref<{rows}x{width}xf64>
+          %s = arith.addf %x, %y : f64
+          %m = arith.mulf %s, %half : f64
+          memref.store %m, %b[%i, %j] : memref<{rows}x{width}xf64>"""
+HALO_BACK = """%x = memref.load %b[%i, %j] : memref<{rows}x{width}xf64>
+          memref.store %x, %a[%i, %j] : memref<{rows}x{width}xf64>"""
+
+
+def halo(rows: int, width: int) -> str:
+    """A Jacobi sweep over the rows of %a into %b and the copy back, in a time loop of
+    %steps steps, cut in two: rank 0's GPU takes rows 1 to rows/2 - 1, rank 1's the
+    rest but the last; each step each needs one row the other wrote the step before."""
+    middle = rows // 2
+    shape = {"rows": rows, "width": width}
+    tasks = ""
+    for name, body in (("sweep", HALO_SWEEP), ("back", HALO_BACK)):
+        for rank, (lo, hi) in enumerate([(1, middle), (middle, rows - 1)]):
+            code = body.format(**shape)
+            tasks += HALO_TASK.format(
+                name=f"{name}{rank}", rank=rank, lo=lo, hi=hi, body=code, width=width
+            )
+    memref = f"memref<{rows}x{width}xf64>"
+    return f"""
+func.func @main(%a: {memref}, %b: {memref}, %steps: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %t = %c0 to %steps step %c1 {{
+    dhir.schedule %a, %b {{
+      %gpu = dhir.target {{arch = "sm_90"}}
+      {tasks}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("steps", [0, 1, 4])
+@pytest.mark.parametrize(("rows", "width"), [(16, 1), (16, 8)])
+def test_a_halo_exchange_sends_only_the_halo(rows: int, width: int, steps: int) -> None:
+    """Each step each rank's GPU receives the one row of %a the other wrote the step
+    before, at the start of its sweep (not on the first step), sent at the end of the
+    other's copy back (not on the last step); each copies in the rows it reads before
+    the loop and out the rows it wrote after it. Until 2026-12-01 every step copied %a
+    out of rank 1's GPU, through MPI and into rank 0's, and sent all of %a and %b from
+    rank 0's GPU to rank 1's."""
+    text = halo(rows, width)
+    module = dhir.parse_string(text)
+    dhir.run_pipeline(module, "dhir-gpu-data{ranks=2}")
+    (loop,) = [op for op in module.walk() if isinstance(op, scf.ForOp)]
+    calls = [op for op in loop.walk() if isinstance(op, func.CallOp)]
+    sent = [c for c in calls if c.callee.string_value() == SEND_ROWS_HOOK]
+    received = [c for c in calls if c.callee.string_value() == RECV_ROWS_HOOK]
+    row = width * 8
+    assert [_constants(c)[1:4] for c in sent] == [
+        [row * (rows // 2 - 1), row, 1],
+        [row * (rows // 2), row, 0],
+    ]
+    assert [_constants(c)[1:4] for c in received] == [
+        [row * (rows // 2), row, 1],
+        [row * (rows // 2 - 1), row, 0],
+    ]
+    assert all(isinstance(c.parent_op(), scf.IfOp) for c in sent + received)
+    assert not [op for op in loop.walk() if isinstance(op, gpu.MemcpyOp)]
+    assert not [c for c in calls if c.callee.string_value() in (SEND_HOOK, RECV_HOOK)]
+    rng = np.random.default_rng(7)
+    inputs = [
+        rng.standard_normal((rows, width)),
+        rng.standard_normal((rows, width)),
+        np.int64(steps),
+    ]
+    want = run_interp(dhir.parse_string(text), "main", [np.copy(a) for a in inputs])
+    got = _run_on_interp(module, [np.copy(a) for a in inputs])
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.tobytes()
+
+
+def _constants(call: func.CallOp) -> list[int]:
+    """The constant operands of a call, in order (its address left out: -1)."""
+    return [
+        v.owner.value.value.data if isinstance(v.owner, arith.ConstantOp) else -1  # type: ignore[union-attr]
+        for v in call.operands
+    ]
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,13 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import RandomSchedule, random_inputs, ranked_cases
 from test_gpu_data import (
-    CONVERGING,
     GPU_TARGETS,
     MESSAGES_IN_A_LOOP,
     _in_time_loop,
     _loop_lines,
+    converging,
     gpu_cases,
+    halo,
     parallel,
     time_loops,
 )
@@ -68,10 +69,16 @@ class Fake:
         return [line for line in lines if line.split()[0] == name]
 
     def counts(self) -> list[dict[str, int]]:
-        """Per rank that used its GPU: launches, h2d, d2h, d2d, allocs, frees."""
+        """Per rank that used its GPU: launches, h2d, d2h, d2d, allocs, frees, ...;
+        with `NAME_bytes` for the counts that give bytes (h2d_bytes, sent_bytes)."""
         found = []
         for line in self.stats.read_text().splitlines():
-            found.append({k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)})
+            counts: dict[str, int] = {}
+            for key, value, size in re.findall(r"(\w+)=(\d+)(?: \((\d+) bytes\))?", line):
+                counts[key] = int(value)
+                if size:
+                    counts[f"{key}_bytes"] = int(size)
+            found.append(counts)
         return found
 
 
@@ -488,7 +495,7 @@ JACOBI_HOST_READS = """%h0 = arith.constant 7 : index
 @pytest.mark.parametrize("ranks", [1, 2])
 @pytest.mark.parametrize(
     ("host", "copies"),
-    [("", (2, 2)), (JACOBI_HOST_READS, (2, 5 + 1)), (JACOBI_HOST, (10, 10))],
+    [("", (2, 2)), (JACOBI_HOST_READS, (2, 5 + 2)), (JACOBI_HOST, (10, 10))],
     ids=["no-host", "host-reads", "host-writes"],
 )
 def test_a_gpu_time_loop_copies_only_where_the_host_touches_its_data(
@@ -496,9 +503,10 @@ def test_a_gpu_time_loop_copies_only_where_the_host_touches_its_data(
 ) -> None:
     """A Jacobi sweep on one GPU (rank 1 of 2: rank 0 writes the results) keeps its
     arrays on the device between steps: in before the first, out after the last. Host
-    code in the loop reading %b between steps gets %b out every step (until
-    2026-12-01, both in and out every step: 10 and 10); host code reading and writing
-    them gets copies of both every step."""
+    code in the loop reading %b[7] between steps gets that element out every step, and
+    all of %b once after the last (until 2026-12-01, both in and out every step: 10
+    and 10; then all of %b every step: 6 out); host code reading and writing them gets
+    copies of both every step."""
     text = JACOBI.replace("HOST", host)
     text = text.replace("RANK", f"attributes {{dhir.rank = {ranks - 1} : i64}}")
     rng = np.random.default_rng(5)
@@ -569,16 +577,19 @@ def test_an_uncounted_while_on_another_rank_copies_out_after_the_loop(
     assert (h2d, d2h, launches) == (2, 2, 2 * runs)
 
 
+@pytest.mark.parametrize("load", ["memref", "affine"])
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_a_while_loop_reading_gpu_data_in_its_condition_copies_out_only_that(
-    fake: Fake, ranks: int
+    fake: Fake, ranks: int, load: str
 ) -> None:
-    """The loop's condition reads %a[0], which the GPU (the last rank's) writes: %a
-    goes out every step, %b once after the loop, both in once. The fake runs no kernel,
-    so %a[0] stays 0 and the loop runs its 10 steps. Until 2026-12-01, the host load
-    made every step copy both in and out (20 and 20), and on 2 ranks rank 1 sent both
-    to rank 0 every step: 640 bytes in 20 messages, now 352 bytes in 11."""
-    text = CONVERGING.replace("RANK", f"attributes {{dhir.rank = {ranks - 1} : i64}}")
+    """The loop's condition reads %a[0], which the GPU (the last rank's) writes: that
+    element goes out every step, %a and %b once after the loop, both in once. The fake
+    runs no kernel, so %a[0] stays 0 and the loop runs its 10 steps. Until 2026-12-01,
+    the host load made every step copy both in and out (20 and 20), and on 2 ranks rank
+    1 sent both to rank 0 every step: 640 bytes in 20 messages; then all of %a went out
+    every step (11 copies out, 352 bytes in 11 messages), and an `affine.load` still
+    made every step copy both in and out. Now 104 bytes in 12 messages."""
+    text = converging(ranks, load)
     inputs = [np.zeros(8, np.int32), np.zeros(8, np.int32)]
     oracle = run_interp(_without_gpu_work(text), "main", [a.copy() for a in inputs])
     options = RunOptions(ranks=ranks)
@@ -588,9 +599,10 @@ def test_a_while_loop_reading_gpu_data_in_its_condition_copies_out_only_that(
     for got, want in zip(results, oracle):
         assert got.tobytes() == want.tobytes()
     (counts,) = fake.counts()
-    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 10 + 1, 10)
+    assert (counts["h2d"], counts["d2h"], counts["launches"]) == (2, 10 + 2, 10)
+    assert counts["d2h_bytes"] == 10 * 4 + 2 * 32
     if ranks == 2:
-        assert traffic[1].split(" sent ")[1].split(",")[0] == "352 bytes in 11 messages"
+        assert traffic[1].split(" sent ")[1].split(",")[0] == "104 bytes in 12 messages"
 
 
 def test_a_device_message_in_a_time_loop_sends_no_host_copy_back(fake: Fake) -> None:
@@ -615,6 +627,39 @@ def test_a_device_message_in_a_time_loop_sends_no_host_copy_back(fake: Fake) -> 
         (1, 1, 0, 3),  # rank 1: %b in and out
         (2, 1, 3, 0),  # rank 0: %a and %c in, %a out
     ]
+
+
+@pytest.mark.parametrize("how", ["peer", "staged", "direct"])
+def test_a_halo_exchange_between_two_gpus_sends_only_the_halo(fake: Fake, how: str) -> None:
+    """A Jacobi sweep of 16 x 8 f64 cut in two between rank 0's GPU and rank 1's, 5
+    steps: each rank copies in 8 rows once (the 9 it reads of %a, 7 of %b it writes),
+    out its 7 rows of each once, and sends the other one row (64 bytes) on each step
+    but the last; MPI carries those rows and rank 1's results for rank 0, nothing else.
+    Until 2026-12-01 (staged): rank 0 copied in 6 times (6,144 bytes), rank 1 out 5
+    times (5,120), 15 whole-array device messages (15,360 bytes), and MPI carried
+    10,240 bytes from rank 0 and 11,264 from rank 1."""
+    fake.set("DHIR_GPU_MESSAGES", how)
+    text = halo(16, 8)
+    rng = np.random.default_rng(7)
+    inputs = [rng.standard_normal((16, 8)), rng.standard_normal((16, 8)), np.int64(5)]
+    oracle = run_interp(_without_gpu_work(text), "main", [np.copy(a) for a in inputs])
+    options = RunOptions(ranks=2)
+    exe, signature = compile_native(dhir.parse_string(text), "main", options, timing=Timing())
+    traffic: list[str] = []
+    results = run_executable(exe, signature, [np.copy(a) for a in inputs], options, traffic=traffic)
+    for got, want in zip(results, oracle):
+        assert got.tobytes() == want.tobytes()
+    for counts in fake.counts():
+        assert (counts["h2d"], counts["h2d_bytes"], counts["d2h"], counts["d2h_bytes"]) == (
+            2,
+            (9 + 7) * 64,
+            2,
+            2 * 7 * 64,
+        )
+        assert (counts["sent"], counts["sent_bytes"], counts["received_bytes"]) == (4, 256, 256)
+    sent = [line.split(" sent ")[1].split(",")[0] for line in traffic]
+    if how != "peer":  # a peer copy's handle and "done" go by MPI instead of the rows
+        assert sent == ["256 bytes in 4 messages", f"{256 + 2 * 7 * 64} bytes in 6 messages"]
 
 
 PARTLY_GPU = """

@@ -1,13 +1,15 @@
 // REQUIRES: mlir
 // A GPU task's parallel loop becomes a gpu.launch (tiled: 256 threads a block), named
 // after the task in the gpu.module of its chip; an explicit gpu.launch keeps its body and
-// only gets its kernel's name. CPU tasks are left alone.
+// only gets its kernel's name. CPU tasks are left alone. A task whose loops become kernels
+// keeps the rows it needs and writes of each memref (`dhir.gpu_rows`, -1: all of them),
+// found while they were loops, for dhir-gpu-data.
 // RUN: dhir-opt %s -p dhir-gpu-kernels | filecheck %s
 
 // CHECK-LABEL: func.func @main
 // CHECK:         dhir.task %cpu, %a {
 // CHECK:           scf.parallel
-// CHECK:         dhir.task %gpu, %a attributes {name = "scale"} {
+// CHECK:         dhir.task %gpu, %a attributes {name = "scale", dhir.gpu_rows = {{\[}}[-1 : i64, -1 : i64, -1 : i64, -1 : i64]]} {
 // CHECK-NOT:       scf.parallel
 // CHECK:           %[[TILE:.*]] = arith.constant 256 : index
 // CHECK:           gpu.launch blocks
