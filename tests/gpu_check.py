@@ -143,6 +143,21 @@ def _cases(random_count: int) -> list[dict[str, object]]:
                 run_env={"DHIR_GPU_MESSAGES": way},
             )
         )
+    from test_gpu_data import halo
+
+    # A Jacobi sweep cut over two ranks' GPUs in a time loop: only halo rows go device to
+    # device each step (dhir.transforms.gpu_rows), each way; the offsets show only here.
+    for way in WAYS:
+        cases.append(
+            dict(
+                name=f"halo-rows-{way}",
+                text=halo(32, 16),
+                ranks=2,
+                inputs=[rng.standard_normal((32, 16)), rng.standard_normal((32, 16)), np.int64(6)],
+                scalar_types={2: "index"},
+                run_env={"DHIR_GPU_MESSAGES": way},
+            )
+        )
     floats = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     from test_gpu_build import LOOPS
 
@@ -287,11 +302,13 @@ def _build_case(folder: Path, case: dict[str, object]) -> dict[str, object]:
     command += ["-n", str(case["ranks"]), "--placement", placement, "--cpu", CPU]
     subprocess.run(command, env=dict(os.environ, **case.get("env", {})), check=True)
     inputs = list(case["inputs"])
+    types: dict[int, str] = case.get("scalar_types", {})  # type: ignore[assignment]  # by position: index
     expected = dhir.run(source, *inputs, backend="interp")
     given, outputs = [], []
     for k, (value, want) in enumerate(zip(inputs, expected)):
         if np.ndim(value) == 0:  # a scalar: TYPE=VALUE on the command line
-            given.append(f"{SCALAR_TYPES[np.asarray(value).dtype.name]}={value}")
+            kind = types.get(k, SCALAR_TYPES[np.asarray(value).dtype.name])
+            given.append(f"{kind}={value}")
             continue
         np.save(folder / f"in{k}.npy", value)
         np.save(folder / f"want{k}.npy", want)
