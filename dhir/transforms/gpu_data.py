@@ -1131,7 +1131,10 @@ def _row_facts(task: TaskOp, rank: int) -> RowFacts:
         found = task_rows(task)
     needs: dict[SSAValue, Rows] = {}
     writes: dict[SSAValue, Rows] = {}
+    used = _memrefs_used(task)  # those it has device buffers of: what its body still uses
     for m, rows in found.items():
+        if m not in used:
+            continue
         type_ = m.type
         assert isinstance(type_, MemRefType)
         every = Rows.of([(0, type_.get_shape()[0])])
