@@ -64,7 +64,7 @@ from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.blocked_nests import forget_blocked
 from dhir.transforms.bounds_checks import BoundsChecksPass
 from dhir.transforms.c_abi import CAbiPass
-from dhir.transforms.cast_checks import CastChecksPass
+from dhir.transforms.cast_checks import CastChecksPass, CastSizesPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.copy_checks import CopyChecksPass, refuse_undecided_gpu_copies
 from dhir.transforms.fast_math import relax
@@ -235,6 +235,8 @@ def _after_passes(
     }
     vector_checks = modes[options.runtime_checks]
     scalar_checks = (BoundsChecksPass(),) if options.runtime_checks == "undecided" else ()
+    # MLIR checks casts under "all" too, but without the sizes it found.
+    size_checks = (CastSizesPass(),) if options.runtime_checks != "none" else ()
     return (
         AccurateMathPass(),
         rows,
@@ -246,6 +248,7 @@ def _after_passes(
         *threaded,
         CopyChecksPass(),  # after too, for the same reason
         *scalar_checks,  # after, for the same reason
+        *size_checks,  # after, for the same reason
         LoopStepsPass(),  # after: its calls would keep the loops around from threads
         WrapChecksPass(),  # after, for the same reason
         AllocSizesPass(),  # after, for the same reason

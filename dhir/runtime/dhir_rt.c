@@ -528,14 +528,10 @@ static void report_crashes(void) {
     signal(CRASH_SIGNALS[k], on_crash);
 }
 
-void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size) {
-  /* One write each, as a crash's report: lines of threads failing together stay whole. */
-  char line[256];
-  int length = snprintf(line, sizeof line,
-                        "dhir: out-of-bounds access on rank %d: index %lld of dimension %lld, "
-                        "whose size is %lld\n",
-                        world_rank, (long long)index, (long long)dim, (long long)size);
-  if (length < 0 || length >= (int)sizeof line)
+/* Writes a failing check's numbers to standard error and the rank's error file, as one
+ * write each: lines of threads failing together stay whole, as a crash's report. */
+static void report_check(const char *line, int length, size_t capacity) {
+  if (length < 0 || (size_t)length >= capacity)
     return;
   ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
   if (crash_path[0] != '\0') {
@@ -546,6 +542,24 @@ void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size) {
     }
   }
   (void)ignored;
+}
+
+void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size) {
+  char line[256];
+  int length = snprintf(line, sizeof line,
+                        "dhir: out-of-bounds access on rank %d: index %lld of dimension %lld, "
+                        "whose size is %lld\n",
+                        world_rank, (long long)index, (long long)dim, (long long)size);
+  report_check(line, length, sizeof line);
+}
+
+void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed) {
+  char line[256];
+  int length = snprintf(line, sizeof line,
+                        "dhir: size mismatch on rank %d: dimension %lld of the cast's operand "
+                        "has %lld, where its type says %lld\n",
+                        world_rank, (long long)dim, (long long)size, (long long)needed);
+  report_check(line, length, sizeof line);
 }
 
 /* Whether DHIR_RT_STATS asks for the counts. Checked at start-up too (dhir checks it

@@ -114,6 +114,11 @@ _Noreturn void dhir_rt_branch_index_wraps(int64_t line, int64_t column);
  * Thread-safe: a parallel loop's iterations may call it. */
 void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size);
 
+/* A memref.cast is about to give a dimension of run-time size `size` the static size
+ * `needed` of its type, which it does not have (dhir-cast-sizes): writes the numbers, which
+ * the failed check that stops the rank right after does not say. Thread-safe. */
+void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed);
+
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first
  * elements, then each dimension's size and stride (in elements) of the source and of the

@@ -51,6 +51,13 @@ _BOUNDS_DETAIL = re.compile(
     r"dhir: out-of-bounds access on rank \d+: (index -?\d+ of dimension \d+, whose size is \d+)"
 )
 OUT_OF_BOUNDS = "out-of-bounds access"
+# What dhir-cast-sizes' call writes before its check ("size mismatch of dim D") stops the
+# rank (dhir_rt_cast_size).
+_SIZE_DETAIL = re.compile(
+    r"dhir: size mismatch on rank \d+: dimension (\d+) of the cast's operand has (-?\d+), "
+    r"where its type says (\d+)"
+)
+_SIZE_MISMATCH = re.compile(r"size mismatch of dim (\d+)")
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,7 @@ def failed_check(output: str, errors: str = "") -> FailedCheck | None:
     detail = _BOUNDS_DETAIL.search(errors + output) if what == OUT_OF_BOUNDS else None
     if detail is not None:
         what += f": {detail.group(1)}"
+    what += _size_detail(what, errors + output)
     file, line, column = match.group(2, 3, 4)
     if file is None:  # an op without a location: dhir made it
         return FailedCheck(what, None)
@@ -111,6 +119,17 @@ def _program_file(states: Mapping[int, "RankState"]) -> str | None:
             if file and line.isdigit() and rest.isdigit():
                 return file
     return None
+
+
+def _size_detail(what: str, text: str) -> str:
+    """The sizes a failed check of a cast's dimension found, where `text` holds them."""
+    check = _SIZE_MISMATCH.fullmatch(what)
+    if check is None:
+        return ""
+    for dim, size, needed in _SIZE_DETAIL.findall(text):
+        if dim == check.group(1):
+            return f": the cast's operand has {size} there, where its type says {needed}"
+    return ""
 
 
 def _unescaped(text: str) -> str:

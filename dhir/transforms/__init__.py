@@ -129,6 +129,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return CastChecksPass
 
+    def cast_sizes() -> type[ModulePass]:
+        from dhir.transforms.cast_checks import CastSizesPass
+
+        return CastSizesPass
+
     def copy_checks() -> type[ModulePass]:
         from dhir.transforms.copy_checks import CopyChecksPass
 
@@ -199,6 +204,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-bounds-checks": bounds_checks,
         "dhir-vector-checks": vector_checks,
         "dhir-cast-checks": cast_checks,
+        "dhir-cast-sizes": cast_sizes,
         "dhir-copy-checks": copy_checks,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,

@@ -42,20 +42,21 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StridedLayoutAttr,
     UnrankedMemRefType,
+    i1,
     i64,
 )
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import Block, BlockArgument, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.lift import Lifted, constant
 from dhir.analysis.proven_bounds import InBounds
 from dhir.analysis.sharing import CastReach
-from dhir.dialects import arith, func, memref
+from dhir.dialects import arith, func, memref, scf
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.layouts import is_identity_layout, strided_layout
 from dhir.dialects.memref import TransposeOp
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import put
+from dhir.transforms.building import declare, put
 from dhir.transforms.vector_checks import CheckBuilder
 
 # What a failed check prints (MLIR's later versions check the cast with these words).
@@ -69,6 +70,7 @@ STRIDE_MISMATCH = "stride mismatch of dim {dim}"
 RANK_MISMATCH = "rank mismatch"
 
 i128 = IntegerType(128)
+CAST_SIZE = "dhir_rt_cast_size"
 
 # Ops whose result views the buffer of their first operand.
 _VIEWS = (
@@ -104,7 +106,7 @@ class CastChecksPass(ModulePass):
         subviews = _undecided_subviews(op, proof) if self.undecided else []
         # MLIR checks these under "all"; with none, a view cast to a size or layout it
         # has not was read by the type's, with exit status 0.
-        memref_casts = _undecided_casts(op, proof) if self.undecided else []
+        memref_casts = _undecided_casts(op) if self.undecided else []
         casts = [
             (cast, buffer)
             for cast in find_ops(op, memref.ReinterpretCastOp)
@@ -139,13 +141,13 @@ def _undecided_subviews(
     ]
 
 
-def _undecided_casts(module: ModuleOp, proof: InBounds) -> list[tuple[memref.CastOp, "Claims"]]:
-    """The memref.casts of host code to a static size or layout not proven of their
-    source, with what each claims."""
+def _undecided_casts(module: ModuleOp) -> list[tuple[memref.CastOp, "Claims"]]:
+    """The memref.casts of host code that claim of their source what its type does not
+    say, with what each claims."""
     return [
         (cast, claims)
         for cast in find_ops(module, memref.CastOp)
-        if not in_device_code(cast) and (claims := undecided_cast_claims(cast, proof))
+        if not in_device_code(cast) and (claims := undecided_cast_claims(cast))
     ]
 
 
@@ -176,11 +178,10 @@ class Claims:
         return any(claims)
 
 
-def undecided_cast_claims(cast: memref.CastOp, proof: InBounds) -> Claims:
-    """What `cast`'s result type says that is not proven of its source: a static size
-    where the source's is dynamic (and not a number the proof knows), a static offset or
+def undecided_cast_claims(cast: memref.CastOp) -> Claims:
+    """What `cast`'s result type says that its source's does not: a static offset or
     stride where the source's is dynamic; from an unranked memref, the rank and all
-    that is static."""
+    that is static, sizes too (a ranked source's sizes are dhir-cast-sizes')."""
     source, result = cast.source.type, cast.dest.type
     empty = Claims({}, None, {})
     if isinstance(source, UnrankedMemRefType) and isinstance(result, MemRefType):
@@ -196,30 +197,14 @@ def undecided_cast_claims(cast: memref.CastOp, proof: InBounds) -> Claims:
     had, got = strided_layout(source), strided_layout(result)
     if had is None or got is None or source.get_num_dims() != result.get_num_dims():
         return empty
-    sizes: dict[int, int] = {}
-    for dim, (was, size) in enumerate(zip(source.get_shape(), result.get_shape(), strict=True)):
-        if was == DYNAMIC_INDEX and size != DYNAMIC_INDEX:
-            if _allocated_number(cast.source, dim, proof) != size:
-                sizes[dim] = size
+    # Its sizes are dhir-cast-sizes' (which runs under "all" too and names them).
     (had_strides, had_offset), (strides, offset) = had, got
     claimed = {
         dim: stride
         for dim, (was, stride) in enumerate(zip(had_strides, strides, strict=True))
         if was is None and stride is not None
     }
-    return Claims(sizes, offset if had_offset is None else None, claimed)
-
-
-def _allocated_number(memory: SSAValue, dim: int, proof: InBounds) -> int | None:
-    """The number an allocation gives dimension `dim` (dynamic) of `memory`, where it is
-    one before the run."""
-    op = memory.owner
-    kind = memory.type
-    if not isinstance(op, memref.AllocOp | memref.AllocaOp) or not isinstance(kind, MemRefType):
-        return None
-    position = sum(1 for d in kind.get_shape()[:dim] if d == DYNAMIC_INDEX)
-    sizes = op.dynamic_sizes
-    return proof.lifter.constant(sizes[position]) if position < len(sizes) else None
+    return Claims({}, offset if had_offset is None else None, claimed)
 
 
 def _check_cast(cast: memref.CastOp, claims: Claims) -> None:
@@ -471,3 +456,55 @@ def _values(
 ) -> list[SSAValue]:
     given = iter(dynamic)
     return [next(given) if value == DYNAMIC_INDEX else check.index(value) for value in static]
+
+
+@dataclass(frozen=True)
+class CastSizesPass(ModulePass):
+    """Host memref.casts to a static size check that the run-time size they are given is it."""
+
+    name = "dhir-cast-sizes"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        casts = [
+            (cast, dims)
+            for cast in find_ops(op, memref.CastOp)
+            if not in_device_code(cast) and (dims := made_static(cast))
+        ]
+        for cast, dims in casts:
+            for dim in dims:
+                _check_size(cast, dim)
+        if casts:
+            declare(op, CAST_SIZE, [i64, i64, i64], [], owner="dhir's runtime")
+
+
+def made_static(cast: memref.CastOp) -> list[int]:
+    """The dimensions of run-time size that `cast` gives a static size (none where either
+    side is unranked)."""
+    source, result = cast.source.type, cast.dest.type
+    if not isinstance(source, MemRefType) or not isinstance(result, MemRefType):
+        return []
+    pairs = zip(source.get_shape(), result.get_shape(), strict=True)
+    return [d for d, (s, r) in enumerate(pairs) if s == DYNAMIC_INDEX and r != DYNAMIC_INDEX]
+
+
+def _check_size(cast: memref.CastOp, dim: int) -> None:
+    """At `cast`: dimension `dim` of its source has the size its result's type says."""
+    check = CheckBuilder(cast, SIZE_MISMATCH.format(dim=dim))
+    result = cast.dest.type
+    assert isinstance(result, MemRefType)
+    needed = result.get_shape()[dim]
+    size = check.size(cast.source, dim)
+    ok = check.cmp(size, check.index(needed), "eq")
+    # The numbers are written only where the check fails: never in a run that goes on.
+    report = Block()
+    true = put(check.block, arith.ConstantOp.from_int_and_width(1, i1)).result
+    failed = put(check.block, arith.XOrIOp(ok, true)).result
+    numbers = [
+        put(report, arith.ConstantOp.from_int_and_width(dim, 64)).result,
+        put(report, arith.IndexCastOp(size, i64)).result,
+        put(report, arith.ConstantOp.from_int_and_width(needed, 64)).result,
+    ]
+    put(report, func.CallOp(CAST_SIZE, numbers, []))
+    put(report, scf.YieldOp())
+    put(check.block, scf.IfOp(failed, [], Region(report)))
+    check.assert_(ok)

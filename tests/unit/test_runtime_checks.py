@@ -373,6 +373,61 @@ def test_a_linalg_op_whose_sizes_disagree_fails_in_both_backends(tmp_path: Path)
     assert "dimension #0 of input/output operand #1 is incompatible" in diagnostic.message
 
 
+def test_a_failed_size_check_is_read_with_its_sizes() -> None:
+    output = (
+        "ERROR: Runtime op verification failed\n^ size mismatch of dim 1\n"
+        'Location: loc("p.mlir":5:8)\n'
+    )
+    errors = (
+        "dhir: size mismatch on rank 1: dimension 0 of the cast's operand has 7, where its "
+        "type says 4\ndhir: size mismatch on rank 0: dimension 1 of the cast's operand has "
+        "3, where its type says 2\n"
+    )
+    found = failed_check(output, errors)
+    assert found == FailedCheck(
+        "size mismatch of dim 1: the cast's operand has 3 there, where its type says 2",
+        SourceLoc("p.mlir", 5, 8),
+    )
+    assert failed_check(output) == FailedCheck("size mismatch of dim 1", SourceLoc("p.mlir", 5, 8))
+
+
+# A cast of an input of run-time rows to 2 rows (line 5), in a task: with 3 rows native
+# code read row 1 of the 3 and exited 0 (unchecked by default), where the interpreter
+# stops at the cast.
+SIZE_CAST = """func.func @main(%b: memref<?x3xf64>, %o: memref<3xf64>) {
+  dhir.schedule %b, %o {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %b, %o {
+      %c = memref.cast %b : memref<?x3xf64> to memref<2x3xf64>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %x = memref.load %c[%c1, %c0] : memref<2x3xf64>
+      memref.store %x, %o[%c0] : memref<3xf64>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(("ranks", "checks"), [(1, "undecided"), (2, "undecided"), (1, "all")])
+def test_a_cast_to_a_size_the_input_has_not_stops_at_the_cast(
+    tmp_path: Path, ranks: int, checks: str
+) -> None:
+    program = write(tmp_path, SIZE_CAST)
+    run = partial(dhir.run, ranks=ranks, runtime_checks=checks)
+    b = np.arange(6.0).reshape(2, 3)
+    assert run(program, b, np.zeros(3))[1][0] == 3.0
+    with pytest.raises(DhirError) as caught:
+        run(program, np.arange(9.0).reshape(3, 3), np.zeros(3))
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 5, 12)
+    said = "size mismatch of dim 0: the cast's operand has 3 there, where its type says 2"
+    assert said in diagnostic.message
+
+
 # 8 floats seen from byte %s of a buffer of 40 bytes (line 6), written and copied out.
 VIEW = """\
 func.func @main(%o: memref<8xf32>, %s: index) {

@@ -525,6 +525,73 @@ def test_sizes_from_index_arguments_that_agree_run(op: str, backend: str) -> Non
     np.testing.assert_array_equal(outputs[-1], expected)
 
 
+def _compile(program: str, tmp_path: Path, ranks: int, *flags: str) -> Path:
+    source = tmp_path / "p.mlir"
+    source.write_text(program, encoding="utf-8")
+    exe = tmp_path / "exe"
+    command = ["compile", str(source), "-o", str(exe), "-n", str(ranks), "-q", *flags]
+    done = subprocess.run([sys.executable, "-m", "dhir", *command], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return exe
+
+
+def _run_exe(exe: Path, tmp_path: Path, *inputs: str) -> subprocess.CompletedProcess[str]:
+    command = ["run", str(exe), "-q", "--output-dir", str(tmp_path / "out")]
+    command += [f"--input={i}" for i in inputs]
+    return subprocess.run([sys.executable, "-m", "dhir", *command], capture_output=True, text=True)
+
+
+# The same sizes given to an executable of `dhir compile`, which has no inputs to check
+# before the run: it ran with exit 0 and wrote the cast's 2x3 (expand_shape of %n = 3);
+# the cast now checks the size it is given at run time, at its line.
+@needs_llvm
+@pytest.mark.parametrize(
+    ("op", "ranks", "said"),
+    [
+        ("expand_shape", 1, "p.mlir:5:8: error: a runtime check failed: size mismatch of dim 0: "
+         "the cast's operand has 3 there, where its type says 2"),
+        ("expand_shape", 2, "p.mlir:5:8: error: a runtime check failed: size mismatch of dim 0: "
+         "the cast's operand has 3 there, where its type says 2"),
+        ("extract_slice", 1, "p.mlir:6:8: error: a runtime check failed: size mismatch of dim "
+         "0: the cast's operand has 4 there, where its type says 6"),
+        ("pad", 2, "p.mlir:8:8: error: a runtime check failed: size mismatch of dim 0: the "
+         "cast's operand has 9 there, where its type says 6"),
+    ],
+)  # fmt: skip
+def test_a_compiled_entry_checks_sizes_from_index_arguments_as_it_runs(
+    op: str, ranks: int, said: str, tmp_path: Path
+) -> None:
+    exe = _compile(SIZED_BY_SCALAR[op], tmp_path, ranks)
+    np.save(tmp_path / "a.npy", np.arange(6.0))
+    done = _run_exe(exe, tmp_path, str(tmp_path / "a.npy"), "index=3")
+    assert done.returncode == 1 and said in done.stderr, done.stderr
+    if op == "expand_shape":  # agreeing sizes still run
+        fits = _run_exe(exe, tmp_path, str(tmp_path / "a.npy"), "index=2")
+        assert fits.returncode == 0, fits.stderr
+        result = np.load(tmp_path / "out" / "res0.npy")
+        np.testing.assert_array_equal(result, np.arange(6.0).reshape(2, 3))
+
+
+@needs_llvm
+def test_an_executable_run_by_hand_checks_the_size_too(tmp_path: Path) -> None:
+    """`EXE OUTDIR ARG0.raw ARG0_DIM0 ARG1_INDEX ARG2.raw` (the result's buffer) with no
+    dhir around it stops at the cast."""
+    exe = _compile(SIZED_BY_SCALAR["empty"], tmp_path, 1)
+    np.arange(6.0).tofile(tmp_path / "a.raw")
+    np.zeros(6).tofile(tmp_path / "r.raw")
+    (tmp_path / "out").mkdir()
+    raw = [str(tmp_path / "a.raw"), "6", "3", str(tmp_path / "r.raw")]
+    done = subprocess.run(
+        [str(exe), str(tmp_path / "out"), *raw],
+        capture_output=True,
+        text=True,
+    )
+    said = done.stdout + done.stderr  # MLIR's check prints to standard output
+    assert done.returncode != 0
+    assert '^ size mismatch of dim 0\nLocation: loc("' in said and '.mlir":6:8)' in said
+    assert "dimension 0 of the cast's operand has 3, where its type says 2" in done.stderr
+
+
 # Reads and a slice past what the inputs give: native code read other memory (exit 0,
 # [6.9e-310] and [4, 5, 6.9e-310, 0]); the bufferized entry's accesses are checked as a
 # program on memrefs is.
