@@ -137,8 +137,9 @@ def run(
     the interpreter stays exact). `runtime_checks` (native): which memref accesses are
     checked as they run, so that one out of its memref stops the run with a DhirError at
     its line, as the interpreter always does: "undecided" (the default) those whose
-    subscripts dhir does not prove in bounds, "all" (or True) every access, cast and
-    view, "none" none (docs/commands.md, "Runtime checks").
+    subscripts dhir does not prove in bounds (and every cast to a static size, and linalg
+    op, of run-time sizes), "all" (or True) every access, cast and view, "none" none
+    (docs/commands.md, "Runtime checks").
     `trace` (native): a file to write a Chrome trace of the
     run to (each rank's tasks, messages, input reads and result writes; see
     docs/commands.md, "Seeing a run"). `keep_build` (native): a folder to copy what the

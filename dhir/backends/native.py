@@ -73,6 +73,7 @@ from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
+from dhir.transforms.linalg_sizes import LinalgSizesPass
 from dhir.transforms.loop_steps import LoopStepsPass
 from dhir.transforms.lower_to_mpi import BANDS, WHOLE, LowerToMPIPass, part_count
 from dhir.transforms.mlir22_workarounds import Mlir22WorkaroundsPass
@@ -235,8 +236,8 @@ def _after_passes(
     }
     vector_checks = modes[options.runtime_checks]
     scalar_checks = (BoundsChecksPass(),) if options.runtime_checks == "undecided" else ()
-    # MLIR checks casts under "all" too, but without the sizes it found.
-    size_checks = (CastSizesPass(),) if options.runtime_checks != "none" else ()
+    # MLIR checks casts and linalg ops under "all" too, but without the sizes it found.
+    size_checks = (CastSizesPass(), LinalgSizesPass()) if options.runtime_checks != "none" else ()
     return (
         AccurateMathPass(),
         rows,

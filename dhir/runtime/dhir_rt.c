@@ -562,6 +562,16 @@ void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed) {
   report_check(line, length, sizeof line);
 }
 
+void dhir_rt_loop_size(int64_t operand, int64_t dim, int64_t size, int64_t extent) {
+  char line[256];
+  int length = snprintf(line, sizeof line,
+                        "dhir: size mismatch on rank %d: dimension %lld of operand #%lld has "
+                        "%lld, where the loop along it runs %lld times\n",
+                        world_rank, (long long)dim, (long long)operand, (long long)size,
+                        (long long)extent);
+  report_check(line, length, sizeof line);
+}
+
 /* Whether DHIR_RT_STATS asks for the counts. Checked at start-up too (dhir checks it
  * before the build: options.py), so that a misspelt value does not stop the run at its end. */
 static int stats_wanted(void) {

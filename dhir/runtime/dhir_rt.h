@@ -118,6 +118,9 @@ void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size);
  * `needed` of its type, which it does not have (dhir-cast-sizes): writes the numbers, which
  * the failed check that stops the rank right after does not say. Thread-safe. */
 void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed);
+/* The same for a linalg op whose operand `operand` has `size` in dimension `dim`, where the
+ * loop that runs along it runs `extent` times, from another operand (dhir-linalg-sizes). */
+void dhir_rt_loop_size(int64_t operand, int64_t dim, int64_t size, int64_t extent);
 
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first

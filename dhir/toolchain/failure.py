@@ -58,6 +58,12 @@ _SIZE_DETAIL = re.compile(
     r"where its type says (\d+)"
 )
 _SIZE_MISMATCH = re.compile(r"size mismatch of dim (\d+)")
+# dhir-linalg-sizes' (dhir_rt_loop_size), before MLIR's words for a linalg op's check.
+_LOOP_DETAIL = re.compile(
+    r"dhir: size mismatch on rank \d+: dimension (\d+) of operand #(\d+) has (-?\d+), "
+    r"where the loop along it runs (-?\d+) times"
+)
+_INCOMPATIBLE = re.compile(r"dimension #(\d+) of input/output operand #(\d+) is incompatible.*")
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ def failed_check(output: str, errors: str = "") -> FailedCheck | None:
     detail = _BOUNDS_DETAIL.search(errors + output) if what == OUT_OF_BOUNDS else None
     if detail is not None:
         what += f": {detail.group(1)}"
-    what += _size_detail(what, errors + output)
+    what += _size_detail(what, errors + output) + _loop_detail(what, errors + output)
     file, line, column = match.group(2, 3, 4)
     if file is None:  # an op without a location: dhir made it
         return FailedCheck(what, None)
@@ -129,6 +135,17 @@ def _size_detail(what: str, text: str) -> str:
     for dim, size, needed in _SIZE_DETAIL.findall(text):
         if dim == check.group(1):
             return f": the cast's operand has {size} there, where its type says {needed}"
+    return ""
+
+
+def _loop_detail(what: str, text: str) -> str:
+    """The sizes a failed check of a linalg op's operand found, where `text` holds them."""
+    check = _INCOMPATIBLE.fullmatch(what)
+    if check is None:
+        return ""
+    for dim, operand, size, extent in _LOOP_DETAIL.findall(text):
+        if (dim, operand) == check.group(1, 2):
+            return f": it has {size}, where the loop along it runs {extent} times"
     return ""
 
 

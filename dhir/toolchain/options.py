@@ -48,7 +48,9 @@ class RunOptions:
     False, with the floating-point relaxations `fast_math` allows (dhir-fast-math: none,
     contract, reassoc, fast). `runtime_checks` says which memref accesses are checked as
     they run (`check_mode`): by default ("undecided") those whose subscripts dhir does not
-    prove in bounds (dhir-bounds-checks, and dhir-vector-checks for vector accesses);
+    prove in bounds (dhir-bounds-checks, and dhir-vector-checks for vector accesses),
+    and casts to a static size and linalg ops of run-time sizes (dhir-cast-sizes,
+    dhir-linalg-sizes);
     with "all" (or True), every memref access, cast and view (MLIR's
     generate-runtime-verification too); with "none", none. One out of its memref stops
     the run at its line, as the interpreter does. With `trace`, the run writes

@@ -134,6 +134,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return CastSizesPass
 
+    def linalg_sizes() -> type[ModulePass]:
+        from dhir.transforms.linalg_sizes import LinalgSizesPass
+
+        return LinalgSizesPass
+
     def copy_checks() -> type[ModulePass]:
         from dhir.transforms.copy_checks import CopyChecksPass
 
@@ -205,6 +210,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-vector-checks": vector_checks,
         "dhir-cast-checks": cast_checks,
         "dhir-cast-sizes": cast_sizes,
+        "dhir-linalg-sizes": linalg_sizes,
         "dhir-copy-checks": copy_checks,
         "dhir-mlir22-workarounds": mlir22_workarounds,
         "dhir-c-abi": c_abi,

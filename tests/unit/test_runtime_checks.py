@@ -366,11 +366,13 @@ def test_a_linalg_op_whose_sizes_disagree_fails_in_both_backends(tmp_path: Path)
     assert want[1].tobytes() == got[1].tobytes() == a[1].tobytes()
     with pytest.raises(DhirError, match=r"operand #1's dimension 0 has size 8, where its loop"):
         dhir.run(program, a, np.zeros(8, np.float32), np.int64(4), backend="interp")
-    with pytest.raises(DhirError) as caught:
-        dhir.run(program, a, np.zeros(8, np.float32), np.int64(4), runtime_checks=True)
-    diagnostic = caught.value.diagnostics[0]
-    assert diagnostic.loc == SourceLoc(str(program), 8, 7)
-    assert "dimension #0 of input/output operand #1 is incompatible" in diagnostic.message
+    for checks in ("all", "undecided"):  # by default natively copied 4 elements, exit 0
+        with pytest.raises(DhirError) as caught:
+            dhir.run(program, a, np.zeros(8, np.float32), np.int64(4), runtime_checks=checks)
+        diagnostic = caught.value.diagnostics[0]
+        assert diagnostic.loc == SourceLoc(str(program), 8, 7)
+        said = "dimension #0 of input/output operand #1 is incompatible: it has 8, where the "
+        assert said + "loop along it runs 4 times" in diagnostic.message
 
 
 def test_a_failed_size_check_is_read_with_its_sizes() -> None:
@@ -389,6 +391,19 @@ def test_a_failed_size_check_is_read_with_its_sizes() -> None:
         SourceLoc("p.mlir", 5, 8),
     )
     assert failed_check(output) == FailedCheck("size mismatch of dim 1", SourceLoc("p.mlir", 5, 8))
+    linalg = output.replace(
+        "size mismatch of dim 1",
+        "dimension #0 of input/output operand #2 is incompatible with inferred dimension size",
+    )
+    errors = (
+        "dhir: size mismatch on rank 0: dimension 1 of operand #2 has 4, where the loop along "
+        "it runs 8 times\ndhir: size mismatch on rank 0: dimension 0 of operand #2 has 3, "
+        "where the loop along it runs 5 times\n"
+    )
+    assert failed_check(linalg, errors).what.endswith(
+        "operand #2 is incompatible with inferred dimension size: it has 3, where the loop "
+        "along it runs 5 times"
+    )
 
 
 # A cast of an input of run-time rows to 2 rows (line 5), in a task: with 3 rows native

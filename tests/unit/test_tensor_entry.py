@@ -572,6 +572,57 @@ def test_a_compiled_entry_checks_sizes_from_index_arguments_as_it_runs(
         np.testing.assert_array_equal(result, np.arange(6.0).reshape(2, 3))
 
 
+# Inputs whose extents a linalg op needs equal, given to an executable of `dhir compile`:
+# native code ran each loop over the first operand's size and exited 0, the sum reading
+# past the 1-row %b (a NaN in row 1) and the matmul past %b's 2 rows.
+OPERANDS_DISAGREE = {
+    "addf": """
+func.func @main(%a: tensor<?x3xf64>, %b: tensor<?x3xf64>) -> tensor<2x3xf64> {
+  %s = arith.addf %a, %b : tensor<?x3xf64>
+  %r = tensor.cast %s : tensor<?x3xf64> to tensor<2x3xf64>
+  return %r : tensor<2x3xf64>
+}
+""",
+    "matmul": """
+func.func @main(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>) -> tensor<2x2xf64> {
+  %z = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<2x2xf64>
+  %f = linalg.fill ins(%z : f64) outs(%e : tensor<2x2xf64>) -> tensor<2x2xf64>
+  %c = linalg.matmul ins(%a, %b : tensor<?x?xf64>, tensor<?x?xf64>) outs(%f : tensor<2x2xf64>) -> tensor<2x2xf64>
+  return %c : tensor<2x2xf64>
+}
+""",
+}
+
+
+@needs_llvm
+@pytest.mark.parametrize(
+    ("op", "ranks", "shapes", "said"),
+    [
+        ("addf", 2, [(2, 3), (1, 3)], "p.mlir:3:8: error: a runtime check failed: dimension #0 "
+         "of input/output operand #1 is incompatible: it has 1, where the loop along it runs 2 "
+         "times"),
+        ("matmul", 1, [(2, 3), (2, 2)], "p.mlir:6:8: error: a runtime check failed: dimension "
+         "#0 of input/output operand #1 is incompatible: it has 2, where the loop along it "
+         "runs 3 times"),
+    ],
+)  # fmt: skip
+def test_a_compiled_entry_checks_its_operands_sizes_as_it_runs(
+    op: str, ranks: int, shapes: list[tuple[int, int]], said: str, tmp_path: Path
+) -> None:
+    exe = _compile(OPERANDS_DISAGREE[op], tmp_path, ranks)
+    paths = [str(tmp_path / f"{k}.npy") for k in range(2)]
+    for path, shape in zip(paths, shapes):
+        np.save(path, np.ones(shape))
+    done = _run_exe(exe, tmp_path, *paths)
+    assert done.returncode == 1 and said in done.stderr, done.stderr
+    np.save(paths[1], np.ones(shapes[0][::-1] if op == "matmul" else shapes[0]))
+    fits = _run_exe(exe, tmp_path, *paths)
+    assert fits.returncode == 0, fits.stderr
+    expected = np.full((2, 2), 3.0) if op == "matmul" else np.full((2, 3), 2.0)
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "res0.npy"), expected)
+
+
 @needs_llvm
 def test_an_executable_run_by_hand_checks_the_size_too(tmp_path: Path) -> None:
     """`EXE OUTDIR ARG0.raw ARG0_DIM0 ARG1_INDEX ARG2.raw` (the result's buffer) with no
