@@ -555,15 +555,8 @@ class _ScheduleData:
             Rewriter.insert_op([ran, after], InsertPoint.after(loop))
 
     def _rewrite_rows(self, task: TaskOp, k: int, facts: TaskFacts, plan: RowPlan) -> None:
-        drop_facts(task)
+        mine, start = self._on_device(task, k, facts)
         block = task.body.block
-        mine = {m: b for (r, m), b in self.buffers.items() if r == facts.rank}
-        for op in block.walk():
-            for index, operand in enumerate(op.operands):
-                if operand in mine:
-                    op.operands[index] = mine[operand]
-        hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
-        start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
         for number in plan.ready.get(k, []):
             tag = arith.ConstantOp(IntegerAttr(len(self.order) + number, i32))
             start += [tag, func.CallOp(READY_ROWS_HOOK, [tag.result], [])]
@@ -735,16 +728,23 @@ class _ScheduleData:
         self._before_schedule([guard])
         return list(guard.results)
 
-    def _rewrite(self, task: TaskOp, k: int, facts: TaskFacts, plan: CopyPlan) -> None:
+    def _on_device(
+        self, task: TaskOp, k: int, facts: TaskFacts
+    ) -> tuple[dict[SSAValue, SSAValue], list[Operation]]:
+        """`task` made to use its rank's device buffers: each memref's buffer, and the
+        ops that start the task (its tracking hook)."""
         drop_facts(task)  # its copies touch other elements than its kernels did
-        block = task.body.block
         mine = {m: b for (r, m), b in self.buffers.items() if r == facts.rank}
-        for op in block.walk():
+        for op in task.body.block.walk():
             for index, operand in enumerate(op.operands):
                 if operand in mine:
                     op.operands[index] = mine[operand]
         hook, name = self.labels.pointer(task_label(task, self.numbers[k]))
-        start = [*hook, func.CallOp(TASK_HOOK, [name], [])]
+        return mine, [*hook, func.CallOp(TASK_HOOK, [name], [])]
+
+    def _rewrite(self, task: TaskOp, k: int, facts: TaskFacts, plan: CopyPlan) -> None:
+        mine, start = self._on_device(task, k, facts)
+        block = task.body.block
         start += [op for m in plan.ready.get(k, []) for op in _ready(mine[m])]
         for m, source in plan.receive.get(k, []):
             start += self._message(RECV_HOOK, mine[m], m, source)
