@@ -57,7 +57,9 @@ def main() -> int:
     unknown = [n for n in names if n not in kernels.SIZES]
     if unknown:
         parser.error(f"unknown kernel {', '.join(unknown)}; choose from {', '.join(kernels.SIZES)}")
-    run_args = argparse.Namespace(repeats=args.repeats, mpi="mpich", placement="best")
+    run_args = argparse.Namespace(
+        repeats=args.repeats, mpi="mpich", placement="best", fast_math="none", no_optimize=False
+    )
     device = load_local_system().nodes[0].devices[0]
     calibrated = "calibrated (measured curve)" if device.core_bw_curve else "uncalibrated"
     print(f"PolyBench {args.size}, 1 rank, median of {args.repeats}; machine: {calibrated}")
