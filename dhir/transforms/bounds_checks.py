@@ -23,18 +23,18 @@ would make. Device code is left alone: it cannot print.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, i1, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp, i64
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.lift import Lifted
 from dhir.analysis.proven_bounds import InBounds
-from dhir.dialects import affine, arith, func, memref, scf
+from dhir.dialects import affine, memref
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_access
-from dhir.transforms.building import declare, put
-from dhir.transforms.vector_checks import CheckBuilder
+from dhir.transforms.building import declare
+from dhir.transforms.vector_checks import CheckBuilder, report_unless, run_unless
 
 OUT_OF_BOUNDS = "dhir_rt_out_of_bounds"
 
@@ -87,38 +87,13 @@ def _check(op: Operation, dims: list[int]) -> None:
     found = [(d, indices[d], check.size(memory, d)) for d in dims]
     inside = [check.cmp(index, size, "ult") for _, index, size in found]
     ok = check.all(inside)
-    # The numbers are written only where the check fails: this branch is never taken in a
-    # run that goes on.
-    report = Block()
     if len(found) == 1:
-        _report(report, *found[0])
+        ((d, index, size),) = found
+        report_unless(check.block, ok, OUT_OF_BOUNDS, [d, index, size])
     else:
+        # Which dimensions failed, each reported, where any did.
+        report = Block()
         for (d, index, size), fits in zip(found, inside, strict=True):
-            _report_if(report, fits, d, index, size)
-    put(report, scf.YieldOp())
-    put(check.block, scf.IfOp(_negated(check.block, ok), [], Region(report)))
+            report_unless(report, fits, OUT_OF_BOUNDS, [d, index, size])
+        run_unless(check.block, ok, report)
     check.assert_(ok)
-
-
-def _negated(block: Block, value: SSAValue) -> SSAValue:
-    true = put(block, arith.ConstantOp.from_int_and_width(1, i1)).result
-    return put(block, arith.XOrIOp(value, true)).result
-
-
-def _report_if(block: Block, fits: SSAValue, dim: int, index: SSAValue, size: SSAValue) -> None:
-    """Where `fits` is false, the runtime call that writes the dimension, index and size,
-    appended to `block`."""
-    body = Block()
-    _report(body, dim, index, size)
-    put(body, scf.YieldOp())
-    put(block, scf.IfOp(_negated(block, fits), [], Region(body)))
-
-
-def _report(block: Block, dim: int, index: SSAValue, size: SSAValue) -> None:
-    """The runtime call that writes the dimension, index and size, appended to `block`."""
-    numbers = [
-        put(block, arith.ConstantOp.from_int_and_width(dim, 64)).result,
-        put(block, arith.IndexCastOp(index, i64)).result,
-        put(block, arith.IndexCastOp(size, i64)).result,
-    ]
-    put(block, func.CallOp(OUT_OF_BOUNDS, numbers, []))

@@ -42,22 +42,21 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StridedLayoutAttr,
     UnrankedMemRefType,
-    i1,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, OpResult, Region, SSAValue
+from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.lift import Lifted, constant
 from dhir.analysis.proven_bounds import InBounds
 from dhir.analysis.sharing import CastReach
-from dhir.dialects import arith, func, memref, scf
+from dhir.dialects import arith, func, memref
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.layouts import is_identity_layout, strided_layout
 from dhir.dialects.memref import TransposeOp
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, put
-from dhir.transforms.vector_checks import CheckBuilder
+from dhir.transforms.vector_checks import CheckBuilder, report_unless
 
 # What a failed check prints (MLIR's later versions check the cast with these words).
 OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
@@ -495,16 +494,5 @@ def _check_size(cast: memref.CastOp, dim: int) -> None:
     needed = result.get_shape()[dim]
     size = check.size(cast.source, dim)
     ok = check.cmp(size, check.index(needed), "eq")
-    # The numbers are written only where the check fails: never in a run that goes on.
-    report = Block()
-    true = put(check.block, arith.ConstantOp.from_int_and_width(1, i1)).result
-    failed = put(check.block, arith.XOrIOp(ok, true)).result
-    numbers = [
-        put(report, arith.ConstantOp.from_int_and_width(dim, 64)).result,
-        put(report, arith.IndexCastOp(size, i64)).result,
-        put(report, arith.ConstantOp.from_int_and_width(needed, 64)).result,
-    ]
-    put(report, func.CallOp(CAST_SIZE, numbers, []))
-    put(report, scf.YieldOp())
-    put(check.block, scf.IfOp(failed, [], Region(report)))
+    report_unless(check.block, ok, CAST_SIZE, [dim, size, needed])
     check.assert_(ok)

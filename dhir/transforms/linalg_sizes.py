@@ -16,17 +16,15 @@ sequential.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i1, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i64
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 
-from dhir.dialects import arith, func, scf
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.walk import find_ops
-from dhir.transforms.building import declare, put
-from dhir.transforms.vector_checks import CheckBuilder
+from dhir.transforms.building import declare
+from dhir.transforms.vector_checks import CheckBuilder, report_unless
 
 # MLIR's words for the check of a linalg op's operand sizes.
 INCOMPATIBLE = "dimension #{dim} of input/output operand #{operand} is incompatible"
@@ -93,17 +91,5 @@ def _check(op: LinalgStructuredOperation, at: _Dim, source: _Dim) -> None:
     size = check.size(op.operands[k], d)
     extent = check.size(op.operands[j], e)
     ok = check.cmp(size, extent, "eq")
-    # The numbers are written only where the check fails: never in a run that goes on.
-    report = Block()
-    true = put(check.block, arith.ConstantOp.from_int_and_width(1, i1)).result
-    failed = put(check.block, arith.XOrIOp(ok, true)).result
-    numbers: list[SSAValue] = [
-        put(report, arith.ConstantOp.from_int_and_width(k, 64)).result,
-        put(report, arith.ConstantOp.from_int_and_width(d, 64)).result,
-        put(report, arith.IndexCastOp(size, i64)).result,
-        put(report, arith.IndexCastOp(extent, i64)).result,
-    ]
-    put(report, func.CallOp(LOOP_SIZE, numbers, []))
-    put(report, scf.YieldOp())
-    put(check.block, scf.IfOp(failed, [], Region(report)))
+    report_unless(check.block, ok, LOOP_SIZE, [k, d, size, extent])
     check.assert_(ok)

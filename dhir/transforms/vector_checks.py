@@ -48,14 +48,15 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     VectorType,
     i1,
+    i64,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.passes import ModulePass
 
 from dhir.analysis.lift import Lifted
 from dhir.analysis.proven_bounds import InBounds
-from dhir.dialects import affine, arith, cf, memref, vector
+from dhir.dialects import affine, arith, cf, func, memref, scf, vector
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import find_ops
@@ -172,6 +173,32 @@ class _Dim:
     lanes: int | SSAValue | None = None  # how many, for a check by scalars
     positions: SSAValue | None = None  # each lane's offset from the index, a vector of index
     padded: bool = False  # lanes from the end on are skipped (a transfer not in_bounds)
+
+
+def report_unless(
+    block: Block, ok: SSAValue, callee: str, numbers: Sequence[SSAValue | int]
+) -> None:
+    """Appended to `block`: where `ok` is false, a call of the runtime's `callee` with
+    `numbers` as i64 (index values cast, ints as constants), which writes what a failing
+    check found before its assert stops the rank. The call is never made in a run that
+    goes on."""
+    report = Block()
+    words = [
+        put(report, arith.ConstantOp.from_int_and_width(n, 64)).result
+        if isinstance(n, int)
+        else put(report, arith.IndexCastOp(n, i64)).result
+        for n in numbers
+    ]
+    put(report, func.CallOp(callee, words, []))
+    run_unless(block, ok, report)
+
+
+def run_unless(block: Block, ok: SSAValue, body: Block) -> None:
+    """Appended to `block`: `body` (ended here with its yield) run where `ok` is false."""
+    put(body, scf.YieldOp())
+    true = put(block, arith.ConstantOp.from_int_and_width(1, i1)).result
+    failed = put(block, arith.XOrIOp(ok, true)).result
+    put(block, scf.IfOp(failed, [], Region(body)))
 
 
 class CheckBuilder:
