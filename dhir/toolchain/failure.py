@@ -129,23 +129,31 @@ def _program_file(states: Mapping[int, "RankState"]) -> str | None:
 
 def _size_detail(what: str, text: str) -> str:
     """The sizes a failed check of a cast's dimension found, where `text` holds them."""
-    check = _SIZE_MISMATCH.fullmatch(what)
-    if check is None:
-        return ""
-    for dim, size, needed in _SIZE_DETAIL.findall(text):
-        if dim == check.group(1):
-            return f": the cast's operand has {size} there, where its type says {needed}"
-    return ""
+    return _detail(
+        _SIZE_MISMATCH.fullmatch(what),
+        _SIZE_DETAIL.findall(text),
+        ": the cast's operand has {} there, where its type says {}",
+    )
 
 
 def _loop_detail(what: str, text: str) -> str:
     """The sizes a failed check of a linalg op's operand found, where `text` holds them."""
-    check = _INCOMPATIBLE.fullmatch(what)
+    return _detail(
+        _INCOMPATIBLE.fullmatch(what),
+        _LOOP_DETAIL.findall(text),
+        ": it has {}, where the loop along it runs {} times",
+    )
+
+
+def _detail(check: re.Match[str] | None, found: list[tuple[str, ...]], words: str) -> str:
+    """`words` filled with the numbers of the first runtime report in `found` whose
+    leading fields are the failed `check`'s groups (the dimension, the operand)."""
     if check is None:
         return ""
-    for dim, operand, size, extent in _LOOP_DETAIL.findall(text):
-        if (dim, operand) == check.group(1, 2):
-            return f": it has {size}, where the loop along it runs {extent} times"
+    keys = check.groups()
+    for numbers in found:
+        if numbers[: len(keys)] == keys:
+            return words.format(*numbers[len(keys) :])
     return ""
 
 
