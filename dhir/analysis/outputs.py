@@ -103,6 +103,11 @@ class Memo:
     schedules: dict[Block, int] = field(default_factory=lambda: {})
     called: dict[tuple[ModuleOp, str], bool] = field(default_factory=lambda: {})
 
+    def forget(self, block: Block | None) -> None:
+        """Drop the facts of `block`, whose top-level ops a caller replaced."""
+        if block is not None:
+            self.blocks.pop(block, None)
+
 
 @contextmanager
 def remembered(memo: Memo | None = None) -> Iterator[Memo]:

@@ -1,6 +1,6 @@
 """Small helpers the rewriting passes share to build IR: ops appended to a block, index
 constants, constant arrays in the module, memrefs' addresses, loops' bounds and last
-values, and where a value is defined."""
+values, a flag telling an scf.while's first step, and where a value is defined."""
 
 from collections.abc import Sequence
 from typing import TypeVar, cast
@@ -19,13 +19,15 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from dhir.dialects import affine, arith, func, memref
+from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.layouts import is_contiguous_layout
 from dhir.ir.diagnostics import error_at
 from dhir.ir.layout import element_bytes
@@ -281,3 +283,35 @@ def element_view(value: SSAValue, element: Sequence[int]) -> memref.SubviewOp:
     assert isinstance(kind, MemRefType)
     ones = [1] * len(element)
     return memref.SubviewOp.from_static_parameters(value, kind, list(element), ones, ones)
+
+
+def while_with_flag(
+    loop: scf.WhileOp, first: bool
+) -> tuple[scf.WhileOp, tuple[SSAValue, SSAValue]]:
+    """`loop` remade carrying one more i1 value, `first` on its first step and not
+    `first` after; the new loop, and that value in its before region and in its after
+    region (the first step of either is the first run of that region)."""
+    before, after = loop.before_region.block, loop.after_region.block
+    flags = before.insert_arg(i1, len(before.args)), after.insert_arg(i1, len(after.args))
+    condition = before.last_op
+    assert isinstance(condition, scf.ConditionOp)
+    before.insert_op_before(
+        scf.ConditionOp(condition.condition, *condition.args, flags[0]), condition
+    )
+    before.erase_op(condition)
+    end = after.last_op
+    assert isinstance(end, scf.YieldOp)
+    following = arith.ConstantOp(IntegerAttr(int(not first), i1))
+    after.insert_ops_before([following, scf.YieldOp(*end.operands, following.result)], end)
+    after.erase_op(end)
+    initial = arith.ConstantOp(IntegerAttr(int(first), i1))
+    initial.result.name_hint = "first" if first else "later"
+    regions = [loop.detach_region(0), loop.detach_region(0)]  # before, after
+    new = scf.WhileOp([*loop.arguments, initial.result], [*loop.result_types, i1], *regions)
+    new.attributes.update(loop.attributes)
+    new.location = loop.location
+    Rewriter.insert_op([initial, new], InsertPoint.before(loop))
+    for old, value in zip(loop.results, new.results):
+        old.replace_all_uses_with(value)
+    Rewriter.erase_op(loop)
+    return new, flags

@@ -102,7 +102,13 @@ from dhir.ir.tasks import (
 from dhir.machine.dlti import system_of
 from dhir.placement.from_ir import has_machine
 from dhir.targets import DeviceKind
-from dhir.transforms.building import ConstantArrays, aligned_address, element_view, rows_view
+from dhir.transforms.building import (
+    ConstantArrays,
+    aligned_address,
+    element_view,
+    rows_view,
+    while_with_flag,
+)
 from dhir.transforms.gpu_rows import (
     Interval,
     RowFacts,
@@ -871,7 +877,7 @@ class _Steps:
         loop = self.loop
         if isinstance(loop, scf.WhileOp) and self._counted is None:
             in_before = self._schedule.parent_region() is loop.before_region
-            self.loop, flags = _with_first_flag(loop)
+            self.loop, flags = while_with_flag(loop, first=True)
             self._flag = flags[0] if in_before else flags[1]
             self._flag.name_hint = "first_step"
         return self.loop
@@ -923,35 +929,6 @@ class _Steps:
         test.result.name_hint = "last_step"
         made += [following, test]
         return made, test.result
-
-
-def _with_first_flag(loop: scf.WhileOp) -> tuple[scf.WhileOp, tuple[SSAValue, SSAValue]]:
-    """`loop` remade carrying one more value, true on its first step and false after;
-    the new loop, and that value in its before region and in its after region."""
-    before, after = loop.before_region.block, loop.after_region.block
-    flags = before.insert_arg(i1, len(before.args)), after.insert_arg(i1, len(after.args))
-    condition = before.last_op
-    assert isinstance(condition, scf.ConditionOp)
-    before.insert_op_before(
-        scf.ConditionOp(condition.condition, *condition.args, flags[0]), condition
-    )
-    before.erase_op(condition)
-    end = after.last_op
-    assert isinstance(end, scf.YieldOp)
-    false = arith.ConstantOp(IntegerAttr(0, i1))
-    after.insert_ops_before([false, scf.YieldOp(*end.operands, false.result)], end)
-    after.erase_op(end)
-    true = arith.ConstantOp(IntegerAttr(1, i1))
-    true.result.name_hint = "first"
-    regions = [loop.detach_region(0), loop.detach_region(0)]  # before, after
-    new = scf.WhileOp([*loop.arguments, true.result], [*loop.result_types, i1], *regions)
-    new.attributes.update(loop.attributes)
-    new.location = loop.location
-    Rewriter.insert_op([true, new], InsertPoint.before(loop))
-    for old, value in zip(loop.results, new.results):
-        old.replace_all_uses_with(value)
-    Rewriter.erase_op(loop)
-    return new, flags
 
 
 class _Guards:

@@ -10,8 +10,9 @@ At the end of a schedule, what some rank holds only partly is made consistent ag
 (broadcasts, or one collective on three ranks or more), except where nothing reads it
 afterwards: in the entry function's top level, a memref argument with no later use only
 needs to reach rank 0, which writes the results. A schedule alone in a time loop's body
-keeps its data distributed between iterations and is assembled after the loop; on an
-scf.for's first iteration, the messages whose receivers hold what they carry on entering
+keeps its data distributed between iterations and is assembled after the loop; on the
+loop's first iteration (an scf.for's, or an scf.while's: told by its counter or by a
+flag it is made to carry), the messages whose receivers hold what they carry on entering
 the loop (the input's rows) are skipped (analysis/transfers.py, `skipped_first`).
 
 With `partition` (the native backend's choice), a memref argument of the entry that each
@@ -54,6 +55,7 @@ from xdsl.ir import Block as IRBlock
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from dhir.analysis.counted_whiles import counted_bounds
 from dhir.analysis.footprint import Whole
 from dhir.analysis.handoff import take_all
 from dhir.analysis.outputs import (
@@ -79,7 +81,7 @@ from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import rank_of
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_unscoped
-from dhir.transforms.building import first_address
+from dhir.transforms.building import first_address, while_with_flag
 from dhir.transforms.outline import outline
 from dhir.transforms.pass_options import check_entry, check_ranks
 
@@ -450,7 +452,7 @@ class _ScheduleLowering:
         tasks = list(self.schedule.tasks())
         finished = 0
         events = plan_events(plans, self.state, position)
-        later, skipped = self._later_only(plans, events, start, loop)
+        later, skipped, loop = self._later_only(plans, events, start, loop)
         for event in events:
             if event.kind == "task":
                 self._lower_task(tasks[event.task], event.rank)
@@ -590,22 +592,43 @@ class _ScheduleLowering:
         events: Sequence[Event],
         start: Validity | None,
         loop: Operation | None,
-    ) -> tuple[SSAValue | None, frozenset[int]]:
-        """For a schedule in an scf.for time loop: `iv != lb`, made at the top of the
-        loop's body, and the slots of the transfers only later iterations need, whose
-        sends, receives and waits it guards (analysis.transfers.skipped_first: the first
-        iteration's receivers hold the data on entering the loop, as time tiles' ranks
-        hold their first band's halo rows from the input). None and no slots otherwise."""
-        if start is None or not isinstance(loop, scf.ForOp) or self.ranks == 1:
-            return None, frozenset()
+    ) -> tuple[SSAValue | None, frozenset[int], Operation | None]:
+        """For a schedule in a time loop: whether this is a step after the loop's first,
+        and the slots of the transfers only later steps need, whose sends, receives and
+        waits it guards (analysis.transfers.skipped_first: the first step's receivers
+        hold the data on entering the loop, as time tiles' ranks hold their first band's
+        halo rows from the input); and the loop, remade where an scf.while must carry a
+        flag for it (`_later`). None and no slots otherwise."""
+        if start is None or not isinstance(loop, scf.ForOp | scf.WhileOp) or self.ranks == 1:
+            return None, frozenset(), loop
         first = Validity(list(self.schedule.args), self.ranks, self.held)
         skipped = skipped_first(plans, events, first, start)
         if not skipped:
-            return None, skipped
-        later = arith.CmpiOp(loop.body.block.args[0], loop.lb, "ne")
-        later.result.name_hint = "later"
-        loop.body.block.insert_op_before(later, loop.body.block.first_op)  # type: ignore[arg-type]
-        return later.result, skipped
+            return None, skipped, loop
+        later, loop = self._later(loop)
+        later.name_hint = "later"
+        return later, skipped, loop
+
+    def _later(self, loop: scf.ForOp | scf.WhileOp) -> tuple[SSAValue, Operation]:
+        """Whether the schedule runs a step after its loop's first, at the top of the
+        region holding it: an scf.for's `iv != lb`; an scf.while's counter other than
+        its start, where it counts (`counted_bounds`: it only grows) and the schedule is
+        in its after region; else a flag it is remade to carry (`while_with_flag`), false
+        on the first run of either region and true after."""
+        if isinstance(loop, scf.ForOp):
+            test = arith.CmpiOp(loop.body.block.args[0], loop.lb, "ne")
+            loop.body.block.insert_op_before(test, loop.body.block.first_op)  # type: ignore[arg-type]
+            return test.result, loop
+        after = loop.after_region.block
+        if self.schedule.parent_block() is after and counted_bounds(loop) is not None:
+            test = arith.CmpiOp(after.args[0], loop.arguments[0], "ne")
+            after.insert_op_before(test, after.first_op)  # type: ignore[arg-type]
+            return test.result, loop
+        in_before = self.schedule.parent_block() is loop.before_region.block
+        block = loop.parent_block()
+        new, flags = while_with_flag(loop, first=False)
+        self.memo.forget(block)  # its facts name the loop replaced
+        return (flags[0] if in_before else flags[1]), new
 
     def _place_event(
         self, event: Event, position: dict[SSAValue, int], later: SSAValue | None = None

@@ -390,3 +390,117 @@ def test_a_time_loops_first_iteration_skips_only_what_the_input_gave() -> None:
     lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
     block = 4 * 4 * 8  # rows 0-3 of one array
     assert [(int(w[4]), int(w[7])) for w in lines] == [(3 * block, 3), (2 * block, 2)], lines
+
+
+def _ring(ranks: int, loop: str) -> str:
+    """A time loop of 3 steps around a ring of tasks, task k on rank k copying (scaled)
+    rows 0-3 of the array before its own (%X0 from the last): each step, rank k + 1
+    needs what rank k just wrote, and rank 0 what the last rank wrote a step before,
+    except in the first step, which reads the input. `loop`: "for", "counted" (an
+    scf.while counting in index), "flagged" (an scf.while counting in f64, which only a
+    flag tells at its first step) or "do" (the schedule in the before region)."""
+    kind = "memref<8x4xf64>"
+    names = [f"%X{k}" for k in range(ranks)]
+    tasks: list[str] = []
+    for k in range(ranks):
+        source, target = names[k - 1], names[k]
+        tasks += [
+            f"      %s{k} = dhir.task %cpu, {source}, {target} attributes {{dhir.rank = {k} : i64}} {{",
+            "        %k0 = arith.constant 0 : index",
+            "        %k1 = arith.constant 1 : index",
+            "        %k4 = arith.constant 4 : index",
+            f"        %h = arith.constant {1.5 + k} : f64",
+            "        scf.for %i = %k0 to %k4 step %k1 {",
+            "          scf.for %j = %k0 to %k4 step %k1 {",
+            f"            %a = memref.load {source}[%i, %j] : {kind}",
+            "            %b = arith.mulf %a, %h : f64",
+            f"            memref.store %b, {target}[%i, %j] : {kind}",
+            "          }",
+            "        }",
+            "      }",
+        ]
+    schedule = [
+        f"    dhir.schedule {', '.join(names)} {{",
+        '      %cpu = dhir.target {kind = "cpu"}',
+    ]
+    schedule += [*tasks, "    }"]
+    head, tail = {
+        "for": (["  scf.for %t = %c0 to %steps step %c1 {"], ["  }"]),
+        "counted": (
+            [
+                "  %r = scf.while (%t = %c0) : (index) -> index {",
+                "    %go = arith.cmpi slt, %t, %steps : index",
+                "    scf.condition(%go) %t : index",
+                "  } do {",
+                "  ^bb0(%u: index):",
+            ],
+            ["    %n = arith.addi %u, %c1 : index", "    scf.yield %n : index", "  }"],
+        ),
+        "flagged": (
+            [
+                "  %r = scf.while (%x = %zero) : (f64) -> f64 {",
+                "    %go = arith.cmpf olt, %x, %three : f64",
+                "    scf.condition(%go) %x : f64",
+                "  } do {",
+                "  ^bb0(%y: f64):",
+            ],
+            ["    %n = arith.addf %y, %one : f64", "    scf.yield %n : f64", "  }"],
+        ),
+        "do": (
+            ["  %r = scf.while (%t = %c0) : (index) -> index {"],
+            [
+                "    %n = arith.addi %t, %c1 : index",
+                "    %go = arith.cmpi slt, %n, %steps : index",
+                "    scf.condition(%go) %n : index",
+                "  } do {",
+                "  ^bb0(%u: index):",
+                "    scf.yield %u : index",
+                "  }",
+            ],
+        ),
+    }[loop]
+    return "\n".join(
+        [
+            f"func.func @main({', '.join(f'{n}: {kind}' for n in names)}) {{",
+            "  %c0 = arith.constant 0 : index",
+            "  %c1 = arith.constant 1 : index",
+            "  %steps = arith.constant 3 : index",
+            "  %zero = arith.constant 0.0 : f64",
+            "  %one = arith.constant 1.0 : f64",
+            "  %three = arith.constant 3.0 : f64",
+            *head,
+            *schedule,
+            *tail,
+            "  return",
+            "}",
+        ]
+    )
+
+
+@needs_mpi
+@pytest.mark.parametrize("loop", ["for", "counted", "flagged", "do"])
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_while_time_loops_first_step_skips_what_the_input_gave(loop: str, ranks: int) -> None:
+    """Each rank sends its rows every step, but the last rank, whose first step's rows
+    rank 0 read from the input: an scf.while time loop skips that message too (it sent
+    3 on every rank), guarded by its counter or, where it counts in f64, a flag it is
+    made to carry; the results are the interpreter's, bit for bit."""
+    from dhir import parse_string
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+    from dhir.toolchain.options import RunOptions
+
+    text = _ring(ranks, loop)
+    rng = np.random.default_rng(ranks)
+    inputs = [rng.standard_normal((8, 4)) for _ in range(ranks)]
+    timing = Timing()
+    got = run_module(
+        parse_string(text), "main", inputs, "native", RunOptions(ranks=ranks), timing=timing
+    )
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+    lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    block = 4 * 4 * 8  # rows 0-3 of one array
+    sent = [(3 * block, 3)] * (ranks - 1) + [(2 * block, 2)]
+    assert [(int(w[4]), int(w[7])) for w in lines] == sent, lines
