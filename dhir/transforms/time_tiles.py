@@ -37,14 +37,15 @@ surely wrote) needs no halo: its copy holds from the first band the elements no
 statement writes, and the band computes the rest of its ghost rows before reading them.
 Bands are kept short enough that the ghost rows cost at most about an eighth more work,
 and within a quarter of that length, of the one that sends the fewest halo rows over the
-loop, each length made as even as its number of bands allows (9 steps under 4: bands of
-3, not 4, 4 and 1). A last, shorter band still sends a whole halo: the lowering sends a
-band's halo as the same message in every band after the first, and a last band after the
-loop, its own schedule, makes the loop's end assemble the arrays instead (more bytes, not
-fewer). A loop of fewer steps than a band runs them in one, whose halo reaches only as
-far as they need; where not even two steps are, the loop is left. So is a loop whose rows,
-cut in blocks, fit half of each core's share of the last-level cache: each rank's sweeps
-already run from cache.
+loop (the first band's none), the longest of those that tie, each length made as even as
+its number of bands allows (9 steps under 4: bands of 3, not 4, 4 and 1). A last,
+shorter band still sends a whole halo: the lowering sends a band's halo as the same
+message in every band after the first, and a last band after the loop, its own schedule,
+makes the loop's end assemble the arrays instead (more bytes, not fewer). A loop of
+fewer steps than a band runs them in one, whose halo reaches only as far as they need;
+where not even two steps are, the loop is left. So is a loop whose rows, cut in blocks,
+fit half of each core's share of the last-level cache: each rank's sweeps already run
+from cache.
 """
 
 import os
@@ -393,14 +394,14 @@ class _Band:
 
     def _fewest_halo_rows(self, longest: int) -> int:
         """The band length, within a quarter below `longest` and made as even as its
-        number of bands allows (`_even`), that sends the fewest halo rows over the loop:
-        a band of fewer steps at the end still sends a whole halo."""
+        number of bands allows (`_even`), that sends the fewest halo rows over the loop
+        (`_halo_rows_sent`); the longest of those that tie."""
         trips = self._trips()
         if longest < 2 or trips is None or trips <= 0:
             return longest
         shortest = max(2, -(-3 * longest // 4))
         lengths = (_even(trips, k) for k in range(longest, shortest - 1, -1))
-        return min(lengths, key=lambda k: -(-trips // k) * k)
+        return min(lengths, key=lambda k: _halo_rows_sent(trips, k))
 
     def _trips(self) -> int | None:
         """How many steps the time loop runs, where its bounds are constants."""
@@ -965,6 +966,13 @@ def _caches(module: ModuleOp) -> _Caches:
         local = local_caches()
         core, llc = core or local[0], llc or local[1]
     return _Caches(core or _L2, llc or _L3, cores)
+
+
+def _halo_rows_sent(trips: int, steps: int) -> int:
+    """The halo rows a loop of `trips` steps in bands of `steps` sends, in steps' rows:
+    every band's halo but the first's (the ranks read it from the input), a last,
+    shorter band's a whole one (each band's halo is the same message)."""
+    return (-(-trips // steps) - 1) * steps
 
 
 def _even(trips: int, longest: int) -> int:

@@ -606,16 +606,22 @@ def test_reports_the_blocks_and_leaves_thin_ones() -> None:
 
 
 def test_bands_on_several_ranks_take_the_length_sending_fewest_halo_rows() -> None:
-    """A last band of fewer steps still sends a whole halo: of the lengths within a
-    quarter below the longest, each made as short as its number of bands allows, the one
-    whose bands cover the fewest steps in all (9 steps under 8: 2 bands of 5, not 6)."""
+    """A last band of fewer steps still sends a whole halo, and the first sends none:
+    of the lengths within a quarter below the longest, each made as short as its number
+    of bands allows, the one whose bands after the first cover the fewest steps, the
+    longest of those that tie (9 steps under 8: 2 bands of 5, not 6; 9 under 5: 2 bands
+    of 5, one halo of 5 steps' rows, where counting the first halo too took 3 bands of
+    3, which send two of 3; 13 under 4: 4 bands of 4, not 5 of 3, both 12 steps' rows)."""
     from dhir.transforms.time_tiles import (
         _Band,  # pyright: ignore[reportPrivateUsage]
         _caches,  # pyright: ignore[reportPrivateUsage]
         _time_loops,  # pyright: ignore[reportPrivateUsage]
     )
 
-    cases = ((500, 6, 5), (12, 6, 6), (9, 4, 3), (7, 4, 4), (10, 2, 2), (9, 8, 5), (10, 8, 5))
+    cases = (
+        *((500, 6, 5), (12, 6, 6), (9, 4, 3), (7, 4, 4), (10, 2, 2), (9, 8, 5), (10, 8, 5)),
+        *((9, 5, 5), (13, 4, 4), (19, 7, 7)),
+    )
     for steps, longest, chosen in cases:
         module = parse_string(replace(JACOBI, steps=steps).text())
         ((loop, schedule),) = _time_loops(module)
@@ -680,6 +686,18 @@ def test_the_first_band_takes_its_halo_from_the_input() -> None:
     assert _sent_by_rank(six, 3, 2) == [(halo, 1)] * 2
     assert _sent_by_rank(six, 3, 3) == [(halo, 1), (2 * halo, 2), (halo, 1)]
     assert _sent_by_rank(replace(TALL, steps=3), 3, 2) == [(0, 0)] * 2
+
+
+def test_the_halo_rows_a_band_length_counts_are_those_the_ranks_send() -> None:
+    """What the band choice counts (`_halo_rows_sent`, in steps' rows) is what the ranks
+    send: 9 steps in bands of 3 send 2 halos of 6 rows (2 rows a step), in bands of 5
+    one of 10, to each neighbour."""
+    from dhir.transforms.time_tiles import _halo_rows_sent  # pyright: ignore[reportPrivateUsage]
+
+    nine = replace(TALL, steps=9)
+    for steps, halos in ((3, 2), (5, 1)):
+        assert _halo_rows_sent(9, steps) == halos * steps
+        assert _sent_by_rank(nine, steps, 2) == [(halos * 2 * steps * COLS * 8, halos)] * 2
 
 
 def test_bands_of_one_step_asked_for_say_so() -> None:
