@@ -55,11 +55,13 @@ def valid_cpu(name: object) -> bool:
 
 class DescriptionError(ValueError):
     """A description that cannot stand; the readers add the file it came from. `key`: the
-    field at fault, where one is (for the file readers to point at its line)."""
+    field at fault, where one is (for the file readers to point at its line); `at_value`:
+    at its value rather than its key."""
 
-    def __init__(self, message: str, key: str | None = None) -> None:
+    def __init__(self, message: str, key: str | None = None, at_value: bool = False) -> None:
         super().__init__(message)
         self.key = key
+        self.at_value = at_value
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,7 @@ class Device:
     def __post_init__(self) -> None:
         what = f"device '{self.name}'"
         if self.name:
-            _check_name(self.name, "device")
+            _check_name(self.name, "device", "name")
         kind = self._check_kind(what)
         for name in ("peak_gflops", "mem_bw_gbs"):
             _check_number(name, getattr(self, name), what)
@@ -208,13 +210,13 @@ class Node:
     host: str = ""  # defaults to the node's name
 
     def __post_init__(self) -> None:
-        _check_name(self.name, "node")
+        _check_name(self.name, "node", "name")
         object.__setattr__(self, "devices", tuple(self.devices))
         for device in self.devices:
             device.check_complete()
         if not self.host:
             object.__setattr__(self, "host", self.name)
-        _check_name(self.host, f"node '{self.name}': host")
+        _check_name(self.host, f"node '{self.name}': host", "host")
         if not self.devices:
             raise DescriptionError(f"node '{self.name}' has no devices; list at least one")
         if not any(d.kind == DeviceKind.CPU for d in self.devices):
@@ -322,9 +324,10 @@ def _name(device: Device | str) -> str:
     return device if isinstance(device, str) else device.name
 
 
-def _check_name(name: object, what: str) -> None:
+def _check_name(name: object, what: str, key: str) -> None:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise DescriptionError(f"{what} name {name!r} is not a valid name; use {NAME_RULE}")
+        message = f"{what} name {name!r} is not a valid name; use {NAME_RULE}"
+        raise DescriptionError(message, key, at_value=True)
 
 
 def _check_number(name: str, value: object, what: str, allow_zero: bool = False) -> None:

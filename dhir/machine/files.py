@@ -418,7 +418,7 @@ def _in_file(problem: _Problem | DescriptionError, path: Path, text: str) -> Dhi
     key = problem.key
     found = None
     if entry or key is not None:
-        at_value = isinstance(problem, _Problem) and problem.at_value
+        at_value = problem.at_value
         found = file_lines(text, description_format(path) == ".json").find(entry, key, at_value)
     if found is None:
         return DhirError([Diagnostic(f"{path}: {problem}")])

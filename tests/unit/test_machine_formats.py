@@ -680,3 +680,35 @@ def test_a_file_that_starts_with_a_bom_reads_as_one_without(
     plain.write_text(_PLAIN[name])
     marked.write_text("\ufeff" + _PLAIN[name])
     assert repr(read(marked)).replace(str(marked), str(plain)) == repr(read(plain))
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "at", "message"),
+    [
+        ("m.toml", _CPU.replace("'n'", "'bad name!'"), "2:8", "node name 'bad name!' is not"),
+        ("m.toml", _CPU.replace("'c'", "'.c'"), "4:8", "device name '.c' is not"),
+        (
+            "m.toml",
+            _CPU.replace("'n'\n", "'n'\nhost = 'a b'\n"),
+            "3:8",
+            "node 'n': host name 'a b' is not",
+        ),
+        (
+            "m.json",
+            '{"nodes": [\n {"name": "bad name!",\n  "devices": [{"name": "c", "arch": "x86_64"}]}]}',
+            "2:11",
+            "node name 'bad name!' is not",
+        ),
+    ],
+)
+def test_a_bad_name_is_at_its_line(
+    tmp_path: Path, name: str, text: str, at: str, message: str
+) -> None:
+    """A node's bad name (or host) was reported at its `[[nodes]]` line."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(DhirError) as error:
+        read_system(path)
+    (diagnostic,) = error.value.diagnostics
+    assert str(diagnostic.loc) == f"{path}:{at}"
+    assert diagnostic.message.startswith(message)
