@@ -273,6 +273,8 @@ def _json_fault(text: str, error: json.JSONDecodeError) -> str:
 def _chart(events: list[object]) -> tuple[TaskGraph, Placement, list[Arrow]]:
     """`trace_chart` of the trace's events; _NotATrace where they are not what dhir writes."""
     read = [_Read.of(index, e) for index, e in enumerate(events)]
+    for event in read:  # one of no kind dhir writes would be left out of the chart
+        event.check_kind()
     ranks = sorted({e.natural("pid") for e in read if e.get("ph") == "M"})
     devices = tuple(f"rank{r}" for r in ranks)
     runs = sorted(_TaskRun.of(e, devices) for e in read if e.get("cat") == "task")
@@ -351,12 +353,30 @@ class _Read:
             raise self.fault("args", value, "an object")
         return value
 
+    def check_kind(self) -> None:
+        """That this is metadata or an event of a kind dhir writes, with its phase."""
+        if self.get("ph") == "M":
+            return
+        cat = self.get("cat")
+        if cat not in _PHASES:
+            wanted = f"one dhir writes ({_KIND_LIST})" if "cat" in self.event else _KIND_LIST
+            raise self.fault("cat", cat, wanted)
+        phases = _PHASES[str(cat)]
+        if self.get("ph") not in phases:
+            wanted = " or ".join(f'"{p}"' for p in phases)
+            raise self.fault("ph", self.get("ph"), f"{wanted} (an {cat} event)")
+
     def rank(self, devices: tuple[str, ...]) -> str:
         """The row of the rank this event ran on, which the metadata must name."""
         device = f"rank{self.natural('pid')}"
         if device not in devices:
             raise self.fault("pid", self.get("pid"), "a rank the trace's metadata names")
         return device
+
+
+# The phases of each category of event dhir writes (besides metadata, "M").
+_PHASES = {"task": ("X",), "io": ("X",), "gpu": ("X",), "mpi": ("X", "i"), "message": ("s", "f")}
+_KIND_LIST = "task, io, gpu, mpi or message"
 
 
 @dataclass(frozen=True, order=True)
@@ -409,7 +429,12 @@ def _arrows(read: list[_Read], devices: tuple[str, ...]) -> list[Arrow]:
                 raise e.fault("id", e.get("id"), "a message with one start and one end")
             ends[end] = (e.rank(devices), e.time("ts"), e)
     arrows = []
-    for ends in flows.values():
+    for number, ends in flows.items():
+        if len(ends) == 1:  # dhir writes both ends of each message it pairs
+            ((end, (_, _, event)),) = ends.items()
+            which = f"event {event.index} ({_show(event.get('name'))})"
+            half = "a start and no end" if end == "s" else "an end and no start"
+            raise _NotATrace(f"{which}: message {number} has {half}")
         if "s" in ends and "f" in ends:
             (source, begin, send), (target, end, _) = ends["s"], ends["f"]
             nbytes = send.natural("bytes", 0, within=send.args(required=False))

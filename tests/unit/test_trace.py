@@ -432,6 +432,36 @@ def test_dhir_gantt_names_the_event_that_is_wrong(
 
 
 @pytest.mark.parametrize(
+    ("events", "fault"),
+    [
+        ([*GOOD, {}], "event 4: it has no 'cat' (task, io, gpu, mpi or message)"),
+        (
+            [*GOOD, {**RUN, "name": "u", "cat": "tasks"}],
+            'event 4 ("u"): \'cat\' is "tasks", not one dhir writes (task, io, gpu, mpi or',
+        ),
+        ([*GOOD, {**RUN, "name": "u", "ph": "B"}], 'event 4 ("u"): \'ph\' is "B", not "X"'),
+        (
+            [*GOOD, {**FLOW_START, "cat": "io", "name": "read input #0"}],
+            'event 4 ("read input #0"): \'ph\' is "s", not "X" (an io event)',
+        ),
+        ([RANK, RUN, FLOW_START], 'event 2 ("message"): message 1 has a start and no end'),
+        ([RANK, RUN, FLOW_END], 'event 2 ("message"): message 1 has an end and no start'),
+    ],
+)
+def test_dhir_gantt_refuses_events_it_would_leave_out(
+    events: list[object], fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Events of no kind dhir writes (and half messages) were left out of the chart, exit
+    status 0."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_dhirs(events)))
+    assert main(["gantt", str(bad), "-o", str(tmp_path / "x.svg")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read the trace {bad}: {fault}" in err, err
+    assert not (tmp_path / "x.svg").exists()
+
+
+@pytest.mark.parametrize(
     ("cut", "fault"),
     [
         (lambda t: t[:-40], "it ends before its JSON does (line 1, column "),
