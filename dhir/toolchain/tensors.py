@@ -400,6 +400,7 @@ def _check_reshape_groups(found: "_Extents", op: Operation) -> None:
     if isinstance(op, ExpandShapeOp):  # its output_shape gives what the type leaves dynamic
         given = _mixed(found, op.static_output_shape, op.dynamic_output_shape)
         sizes = [size if size is not None else g for size, g in zip(sizes, given)]
+        _check_not_negative(found, op, sizes)
     for dim, group in enumerate(_groups(op)):
         whole = found.known((collapsed, dim))
         parts = [sizes[d] for d in group]
@@ -417,6 +418,15 @@ def _check_reshape_groups(found: "_Extents", op: Operation) -> None:
             what = f"joins dimensions {dims} of its operand, of {product}, into dimension {dim}"
             what += f" of its result, of {whole[0]}"
         raise found.refuse(given[-1] if given else None, op, what)
+
+
+def _check_not_negative(found: "_Extents", op: Operation, sizes: list["_Extent | None"]) -> None:
+    """Refuse a negative size of `op`'s result that an integer argument gives: the arrays'
+    shapes cannot be what is wrong (a mismatch named the array instead)."""
+    for dim, size in enumerate(sizes):
+        if size is not None and size[0] < 0 and size[1] is not None:
+            what = f"the size of dimension {dim} of its result, which must be >= 0"
+            raise found.refuse_size(size[1][0], size[0], op, what)
 
 
 def _product(numbers: list[int]) -> str:
@@ -689,6 +699,18 @@ class _Extents:
             f"of shape {given}, where '{op.name}' here needs shape {wanted}: its dimension "
             f"{dim} must be {need[0]}, as {source}; give arrays whose shapes agree as the "
             "program's ops use them",
+        )
+
+    def refuse_size(self, arg: int, size: int, op: Operation, what: str) -> Exception:
+        """The error for a `size` that the integer argument `arg` gives, which `op` takes
+        as `what`."""
+        type_ = self.function.function_type.inputs.data[arg]
+        value = self.scalars[arg]
+        makes = f" (which makes a size of {size})" if size != value else ""
+        return error_at(
+            op,
+            f"argument #{arg} of @{self.function.sym_name.data} ({type_}) is given "
+            f"{value}{makes}, where '{op.name}' here takes it as {what}; {self._fix(arg)}",
         )
 
     def _size_disagrees(self, arg: int, size: int, need: _Extent, op: Operation) -> Exception:

@@ -366,6 +366,10 @@ func.func @main(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>) -> tensor<?x?xf64> {
          "3:8: error: argument #0 of @main (tensor<?xf64>) is given an array of shape (8,), "
          "where 'tensor.expand_shape' here splits dimension 0 of its operand, of 8, into "
          "dimensions 0, 1 of 2 x 3 = 6"),
+        (EXPAND_BY_SCALAR.replace("2x3", "?x3"), [np.ones(6), np.int64(-2)],
+         "3:8: error: argument #1 of @main (index) is given -2, where 'tensor.expand_shape' "
+         "here takes it as the size of dimension 0 of its result, which must be >= 0; give "
+         "sizes that agree"),
         (COLLAPSE, [np.ones((2, 4))],
          "3:8: error: argument #0 of @main (tensor<?x?xf64>) is given an array of shape (2, 4), "
          "where 'tensor.collapse_shape' here joins dimensions 0, 1 of its operand, of "
