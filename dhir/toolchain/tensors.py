@@ -110,8 +110,21 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
         locations=True,
     )
     keep_argument_names(module, bufferized, entry)
+    _name_results(module, bufferized, entry)
     lower_collectives(bufferized)
     return bufferized
+
+
+def _name_results(source: ModuleOp, made: ModuleOp, entry: str) -> None:
+    """Name the memref arguments that bufferizing gave `entry` for its results `res0`,
+    ..., as the run prints and saves them: mlir-opt numbers them (`%arg2`), a name the
+    user never wrote that messages and --timing then used."""
+    before, after = SymbolTable.lookup_symbol(source, entry), SymbolTable.lookup_symbol(made, entry)
+    if not isinstance(before, func.FuncOp) or not isinstance(after, func.FuncOp):
+        return
+    count = len(before.function_type.inputs.data)
+    for j, arg in enumerate(after.body.blocks[0].args[count:] if after.body.blocks else ()):
+        arg.name_hint = f"res{j}"
 
 
 def _returns_a_value_twice(module: ModuleOp, entry: str) -> bool:

@@ -1249,3 +1249,20 @@ def test_a_matmul_into_an_unfilled_result_is_refused_as_a_read() -> None:
     inputs = np.ones((4, 3)), np.ones((3, 5)), np.zeros(5)
     with pytest.raises(DhirError, match=r"'linalg.matmul' reads element \[0, 0\] of result #0"):
         dhir.run(parse_string(text, "prog.mlir"), *inputs, backend="interp")
+
+
+@needs_llvm
+def test_timing_names_a_result_as_the_run_prints_it() -> None:
+    """--timing's memory lines named the entry's result by its bufferized argument, `%arg3`,
+    which the user never wrote nor sees: now `%res0`, as it prints and is saved (res0.npy)."""
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+    from dhir.toolchain.options import RunOptions
+
+    timing = Timing()
+    inputs = [np.ones((4, 3)), np.ones((3, 5)), np.zeros(5)]
+    options = RunOptions(ranks=2, timeout=90)
+    run_module(parse_string(MATMUL), "main", inputs, "native", options, timing=timing)
+    memory = [line for line in timing.notes if line.startswith("memory: ")]
+    assert any(line.startswith("memory: %res0: ") for line in memory), memory
+    assert not any("%arg" in line for line in memory), memory
