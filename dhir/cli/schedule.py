@@ -324,6 +324,8 @@ def run(args: argparse.Namespace) -> int:
                 plan=plan,
                 tiles=None if args.no_optimize else tiles,
             )
+    if args.graph is None and not graphs:
+        return _host_code_only(args, legend)
     with remembered():  # placing changes nothing in the program
         results = []
         for number, (name, graph, as_built) in enumerate(graphs):
@@ -361,6 +363,21 @@ def run(args: argparse.Namespace) -> int:
         if memory is not None:
             texts.append(memory_text(memory))
         print("\n\n".join(texts))
+    return 0
+
+
+def _host_code_only(args: argparse.Namespace, legend: str) -> int:
+    """What `dhir schedule` shows of a program with no schedule, which `dhir run` runs as
+    host code on every rank alike: that there is no task to place (or chart to draw)."""
+    named = "<stdin>" if str(args.program) == "-" else args.program  # as the parser names it
+    why = "(--no-codedrop)" if args.no_codedrop else "and CodeDrop made no task"
+    said = (
+        f"{named}: @{args.entry or 'main'} has no dhir.schedule {why}: it runs as host code, "
+        "the same on every rank, so there is no task to place"
+    )
+    if args.gantt is not None or args.dot is not None:
+        raise _error(f"{said}, and no chart to draw; leave out --gantt and --dot")
+    print(json.dumps({"schedules": []}) if args.json else f"{legend}\n{said}")
     return 0
 
 
@@ -506,8 +523,8 @@ def program_graphs(
             f"{named} is a shard program: each rank runs its device's part, so there is no "
             "task to place"
         )
-    if not schedules:
-        raise _error(f"{named} has no dhir.schedule to place")
+    if not schedules:  # dhir run runs it as host code: say so, not fail (run() does)
+        return legend, hosts, [], None
     graphs = []
     with remembered():  # nothing changes the program from here on
         limits = memory_limits(module, ranks, entry, devices)

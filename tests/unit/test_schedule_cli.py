@@ -318,8 +318,43 @@ def test_a_plain_program_is_wrapped_and_split_as_dhir_run_does(
         "main.schedule0.task0.piece0": "rank0",
         "main.schedule0.task0.piece1": "rank1",
     }
-    assert main(["schedule", str(plain), "-n", "2", "--no-codedrop"]) == 1
-    assert "has no dhir.schedule to place" in capsys.readouterr().err
+    assert main(["schedule", str(plain), "-n", "2", "--no-codedrop"]) == 0
+    out = capsys.readouterr().out
+    assert f"{plain}: @main has no dhir.schedule (--no-codedrop): it runs as host code" in out
+
+
+# Runs as host code in dhir run (no loop nest, linalg op or call for CodeDrop to wrap).
+HOST_ONLY = """
+func.func @main(%a: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %a[%c0] : memref<8xf32>
+  %w = arith.addf %v, %v : f32
+  memref.store %w, %a[%c0] : memref<8xf32>
+  return
+}
+"""
+
+
+def test_a_program_that_runs_as_host_code_is_shown_as_such(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """dhir run ran it and dhir schedule said 'error: p.mlir has no dhir.schedule to
+    place', exit status 1."""
+    program = tmp_path / "p.mlir"
+    program.write_text(HOST_ONLY)
+    code, out, err = run_schedule(capsys, str(program), "-n", "2")
+    assert code == 0, err
+    assert out.splitlines() == [
+        "ranks: 2 alike CPUs of this machine (rank0 .. rank1)",
+        f"{program}: @main has no dhir.schedule and CodeDrop made no task: it runs as host "
+        "code, the same on every rank, so there is no task to place",
+    ]
+    code, out, err = run_schedule(capsys, str(program), "-n", "2", "--json")
+    assert code == 0 and json.loads(out) == {"schedules": []}, err
+    chart = tmp_path / "c.svg"
+    code, out, err = run_schedule(capsys, str(program), "-n", "2", "--gantt", str(chart))
+    assert code == 1 and not chart.exists()
+    assert f"error: {program}: @main has no dhir.schedule" in err and "no chart to draw" in err
 
 
 def two_node_system(path: Path, network: dict[str, float] | None = None) -> Path:
@@ -500,10 +535,10 @@ def test_schedule_reads_the_program_from_standard_input(
     code, out, err = run_schedule(capsys, "-", "-n", "2", "--placement", "heft")
     assert code == 0, err
     assert out == want.replace(str(program), "<stdin>")  # dhir-split's lines name loops
-    # Named as the parser names it, not "- has no dhir.schedule to place".
+    # Named as the parser names it, not "- has no dhir.schedule".
     monkeypatch.setattr("sys.stdin", io.StringIO("func.func @main() {\n  return\n}\n"))
     code, out, err = run_schedule(capsys, "-", "-n", "2", "--no-codedrop")
-    assert code == 1 and "error: <stdin> has no dhir.schedule to place" in err
+    assert code == 0 and "<stdin>: @main has no dhir.schedule" in out
 
 
 # t0 on rank 0 writes %a, t1 on rank 1 copies it to %b, an output the ranks hold in part.
