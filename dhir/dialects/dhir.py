@@ -178,8 +178,16 @@ class TargetOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "TargetOp":
+        at = parser.pos
         attrs = parser.parse_optional_attr_dict()
         props = {key: attrs.pop(key) for key in _TARGET_KEYS if key in attrs}
+        for key, value in props.items():  # else xDSL's "5 : i64 should be of base attribute"
+            wanted = TargetDeviceSpecAttr if key == "spec" else StringAttr
+            if not isinstance(value, wanted):
+                form = "a #dlti.target_device_spec<...>" if key == "spec" else "a string"
+                parser.raise_error(
+                    f"dhir.target's {key} must be {form}, got {value}; {_TARGET_HELP}", at
+                )
         op = cls.create(properties=props, attributes=attrs, result_types=[TargetType()])
         return op
 

@@ -145,6 +145,27 @@ def test_errors_carry_location_and_source_line() -> None:
     assert '    %t = dhir.target {arch = "z80"}\n         ^' in rendered
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("{arch = 5}", "dhir.target's arch must be a string, got 5 : i64; give it an arch ("),
+        ("{kind = [1]}", "dhir.target's kind must be a string, got [1 : i64]; give it"),
+        ("{device = 7}", "dhir.target's device must be a string, got 7 : i64; give it"),
+        ('{spec = "gpu"}', "dhir.target's spec must be a #dlti.target_device_spec<...>, got"),
+    ],
+)
+def test_a_target_property_of_the_wrong_kind_says_what_to_give(given: str, said: str) -> None:
+    """`{arch = 5}` was xDSL's '5 : i64 should be of base attribute string', at the op."""
+    with pytest.raises(DhirError) as info:
+        parse_string(
+            f"func.func @f() {{\n  dhir.schedule {{\n    %t = dhir.target {given}\n  }}\n"
+            "  func.return\n}\n",
+            "prog.mlir",
+        )
+    rendered = info.value.render()
+    assert rendered.startswith(f"prog.mlir:3:22: error: {said}"), rendered
+
+
 # Each op of this text and where mlir-opt-22 locates it (--mlir-print-debuginfo): at the
 # op's name (for a generic op, the quote that opens it), whatever results come before it.
 OP_COLUMNS = """\
