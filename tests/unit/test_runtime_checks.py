@@ -443,6 +443,43 @@ def test_a_cast_to_a_size_the_input_has_not_stops_at_the_cast(
     assert said in diagnostic.message
 
 
+# An input of run-time size split into %n rows of 4 (line 5), in a task, reading row 0.
+EXPAND = """func.func @main(%a: memref<?xf32>, %o: memref<4xf32>, %n: index) {
+  dhir.schedule %a, %o, %n {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %o {
+      %e = memref.expand_shape %a [[0, 1]] output_shape [%n, 4] : memref<?xf32> into memref<?x4xf32>
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %x = memref.load %e[%c0, %c1] : memref<?x4xf32>
+      memref.store %x, %o[%c0] : memref<4xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("rows", [-2, 3])
+def test_an_expand_shape_whose_sizes_do_not_split_its_source_stops_at_it(
+    tmp_path: Path, rows: int
+) -> None:
+    """Native code took -2 (or 3) rows of 4 of 8 elements as given and exited 0, where the
+    interpreter stops at the expand_shape ("reshapes (8,) into (-2, 4)")."""
+    program = write(tmp_path, EXPAND)
+    a = np.arange(8, dtype=np.float32)
+    assert dhir.run(program, a, np.zeros(4, np.float32), np.int64(2))[1][0] == 1.0
+    for backend in ("interp", "native"):
+        with pytest.raises(DhirError) as caught:
+            dhir.run(program, a, np.zeros(4, np.float32), np.int64(rows), backend=backend)
+        diagnostic = caught.value.diagnostics[0]
+        assert diagnostic.loc == SourceLoc(str(program), 5, 12), backend
+    said = "expand_shape's output_shape does not split dimension 0 of its source"
+    assert said in diagnostic.message
+
+
 # 8 floats seen from byte %s of a buffer of 40 bytes (line 6), written and copied out.
 VIEW = """\
 func.func @main(%o: memref<8xf32>, %s: index) {
