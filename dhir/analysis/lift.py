@@ -53,6 +53,7 @@ from xdsl.ir.affine import (
     AffineSymExpr,
 )
 
+from dhir.analysis.counted_whiles import counted_bounds
 from dhir.dialects import affine, arith, index, memref, scf
 from dhir.dialects import affine as dhir_affine
 from dhir.dialects.affine import parallel_bounds
@@ -765,6 +766,13 @@ class Lifter:
             (low_map, low_args), (high_map, high_args), step = parallel_bounds(op, index)
             lows, highs = self.map(low_map, low_args), self.map(high_map, high_args)
             bounds = [_picked(lows, max), _picked(highs, min), step]
+        elif isinstance(op, scf.WhileOp) and index == 0 and variable.block is op.after_region.block:
+            # A counted while's counter takes the values of the scf.for native code makes
+            # of it (dhir.analysis.counted_whiles), the range that loop's variable has.
+            counted = counted_bounds(op)
+            if counted is None:
+                return None
+            bounds = [self.constant(op.arguments[0]), self.constant(counted[0]), counted[1]]
         else:
             return None
         low, high, step = bounds

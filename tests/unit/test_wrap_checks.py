@@ -951,3 +951,46 @@ def test_an_uncounted_whiles_body_is_checked_at_the_loop_around(backend: str) ->
         _run_as(backend, UNCOUNTED_IN_WHILE, a, np.zeros(16, np.int64), lo, lo + 3, 0)
     where = "prog.mlir:6:3: error: 'scf.for'" if backend == "interp" else "loop at line 6, column 3"
     assert where in str(caught.value) and _WHAT in str(caught.value)
+
+
+# A counted scf.while of constant bounds (k from 1 to 4) reading A[k + (2^63 - 1)]: the
+# scf.for native code makes of it has k's range, so k + (2^63 - 1) is past 64 bits, no
+# exact expression, and nothing checks it at the loop: the access's own check stops it.
+# The interpreter took the while's counter for one of no range and stopped at the while
+# ('scf.while' runs where 64-bit index arithmetic ... wraps), native code at the load.
+CONSTANT_COUNTED = """func.func @main(%A: memref<16xi64>, %B: memref<16xi64>) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %big = arith.constant 9223372036854775807 : index
+  %r = scf.while (%k = %c1) : (index) -> index {
+    %more = arith.cmpi slt, %k, %c4 : index
+    scf.condition(%more) %k : index
+  } do {
+  ^bb0(%k2: index):
+    %j = arith.addi %k2, %big : index
+    %x = memref.load %A[%j] : memref<16xi64>
+    memref.store %x, %B[%k2] : memref<16xi64>
+    %next = arith.addi %k2, %c1 : index
+    scf.yield %next : index
+  }
+  return
+}
+"""
+
+
+def test_a_counted_whiles_counter_has_its_for_loops_range() -> None:
+    module = dhir.parse_string(CONSTANT_COUNTED, "prog.mlir")
+    (loop,) = find_ops(module, scf.WhileOp)
+    lifter = Lifter()
+    assert lifter.leaf_range(loop.after_region.block.args[0]) == (1, 3)
+    assert lifter.leaf_range(loop.before_region.block.args[0]) is None  # it reaches 4
+    assert wrap_checks(module, lifter) == []
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_counted_while_of_constant_bounds_stops_at_the_access(backend: str) -> None:
+    a = np.arange(16, dtype=np.int64) + 100
+    with pytest.raises(DhirError) as caught:
+        _run_as(backend, CONSTANT_COUNTED, a, np.zeros(16, np.int64))
+    assert "prog.mlir:11:10: error: " in str(caught.value)
+    assert "index -9223372036854775808 of dimension 0" in str(caught.value)
