@@ -76,7 +76,7 @@ MLIR_OPT_PIPELINE: tuple[str, ...] = (
     "--convert-math-to-funcs=min-width-of-fpowi-exponent=33",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
-    "--convert-vector-to-llvm",
+    "--convert-vector-to-llvm=force-32bit-vector-indices=false",
     "--convert-arith-to-llvm",
     "--arith-expand",
     "--convert-to-llvm",

@@ -488,13 +488,18 @@ def _assert_lanes(check: CheckBuilder, dims: Sequence[_Dim], mask: SSAValue, cou
             within = check.all([check.cmp(d.index, zero, "sge"), check.cmp(d.index, d.size, "slt")])
             fixed.append(check.add(arith.XOrIOp(within, check.flag(True))))
             continue
-        at = check.add(arith.AddiOp(check.splat(d.index, count), d.positions))
-        size = check.splat(d.size, count)
-        outside.append(check.cmp(at, check.splat(zero, count), "slt"))
+        # Lane k is below 0 where index < -k and at or past the end where
+        # index >= size - k: index + k wrapped for an index near 2**63 (a padded lane
+        # past the end was taken for a negative one and stopped a read the interpreter
+        # pads). Neither -k nor size - k can wrap.
+        at = check.splat(d.index, count)
+        first = check.add(arith.SubiOp(check.splat(zero, count), d.positions))
+        room = check.add(arith.SubiOp(check.splat(d.size, count), d.positions))
+        outside.append(check.cmp(at, first, "slt"))
         if d.padded:
-            live.append(check.cmp(at, size, "slt"))
+            live.append(check.cmp(at, room, "slt"))
         else:
-            outside.append(check.cmp(at, size, "sge"))
+            outside.append(check.cmp(at, room, "sge"))
     touched = check.all(live)
     bad = [check.reduce_or(check.all([touched, check.any(outside)]))] if outside else []
     if fixed:

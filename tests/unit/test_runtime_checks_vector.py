@@ -345,3 +345,48 @@ def test_a_view_with_gaps_checks_its_gather_s_offsets_alone(tmp_path: Path) -> N
     got = dhir.run(program, *inputs, np.int64(3), runtime_checks=True)[1]
     assert got[:5].tolist() == a[2, 3:8].tolist()
     assert failed_at(program, *inputs, np.int64(4)) == SourceLoc(str(program), 10, 12)
+
+
+# Transfers not in bounds from a[i, j], masked by %mk's lanes or not (lines 12-15): the
+# lanes from the row's end on are skipped, a read's padded. At j >= 2**31 past the end,
+# native code counted them in 32 bits (convert-vector-to-llvm's default): it read other
+# memory with exit status 0 (j = 2**63 - 2: [6, 7, 8, 9] for pads) or died of SIGSEGV
+# (j = 2**32 + 2). The check of the masked ones took lane k at j + k, which wrapped
+# negative from j = 2**63 - 2 on, and stopped a read the interpreter pads.
+PADDED = """\
+func.func @main(%a: memref<4x8xf32>, %o: memref<2x8xf32>, %mk: memref<8xi32>, %i: index, %j: index) {
+  dhir.schedule %a, %o, %mk {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a, %o, %mk {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %pad = arith.constant -1.0 : f32
+      %seven = arith.constant dense<7.0> : vector<8xf32>
+      %zero = arith.constant dense<0> : vector<8xi32>
+      %raw = vector.load %mk[%c0] : memref<8xi32>, vector<8xi32>
+      %m = arith.cmpi ne, %raw, %zero : vector<8xi32>
+      %r = vector.transfer_read %a[%i, %j], %pad, %m {in_bounds = [false]} : memref<4x8xf32>, vector<8xf32>
+      %u = vector.transfer_read %a[%i, %j], %pad {in_bounds = [false]} : memref<4x8xf32>, vector<8xf32>
+      vector.transfer_write %seven, %a[%i, %j], %m {in_bounds = [false]} : vector<8xf32>, memref<4x8xf32>
+      vector.transfer_write %seven, %a[%i, %j] {in_bounds = [false]} : vector<8xf32>, memref<4x8xf32>
+      vector.store %r, %o[%c0, %c0] : memref<2x8xf32>, vector<8xf32>
+      vector.store %u, %o[%c1, %c0] : memref<2x8xf32>, vector<8xf32>
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_padded_lanes_far_past_the_end_are_skipped_as_the_interpreter_skips_them(
+    tmp_path: Path,
+) -> None:
+    program = write(tmp_path, PADDED)
+    for j in (5, 2**31 + 2, 2**32 + 2, 2**63 - 2):
+        inputs = (np.arange(32, dtype=np.float32).reshape(4, 8), np.zeros((2, 8), np.float32))
+        inputs += (np.array([1, 1, 0, 1, 1, 1, 1, 1], np.int32), np.int64(1), np.int64(j))
+        want = dhir.run(program, *inputs, backend="interp")
+        got = dhir.run(program, *inputs)
+        assert [w.tobytes() for w in want] == [g.tobytes() for g in got], j

@@ -40,12 +40,15 @@ func.func @transfer(%a: memref<?xf32>, %j: index, %n: index) -> vector<8xf32> {
   return %v : vector<8xf32>
 }
 
-// Any other mask: the lanes it sets, as vectors.
+// Any other mask: the lanes it sets, as vectors; lane k is below 0 where j < -k and past
+// the end where j >= size - k (j + k wrapped for a j near 2**63).
 // CHECK-LABEL: func.func @masked
 // CHECK:      %[[STEPS:.*]] = arith.constant dense<[0, 1, 2, 3]> : vector<4xindex>
-// CHECK:      %[[AT:.*]] = arith.addi %{{.*}}, %[[STEPS]] : vector<4xindex>
-// CHECK:      %[[BELOW:.*]] = arith.cmpi slt, %[[AT]], %{{.*}} : vector<4xindex>
-// CHECK-NEXT: %[[ABOVE:.*]] = arith.cmpi sge, %[[AT]], %{{.*}} : vector<4xindex>
+// CHECK:      %[[AT:.*]] = vector.broadcast %j : index to vector<4xindex>
+// CHECK:      %[[FIRST:.*]] = arith.subi %{{.*}}, %[[STEPS]] : vector<4xindex>
+// CHECK:      %[[ROOM:.*]] = arith.subi %{{.*}}, %[[STEPS]] : vector<4xindex>
+// CHECK-NEXT: %[[BELOW:.*]] = arith.cmpi slt, %[[AT]], %[[FIRST]] : vector<4xindex>
+// CHECK-NEXT: %[[ABOVE:.*]] = arith.cmpi sge, %[[AT]], %[[ROOM]] : vector<4xindex>
 // CHECK-NEXT: %[[OUT:.*]] = arith.ori %[[BELOW]], %[[ABOVE]] : vector<4xi1>
 // CHECK-NEXT: %[[BAD:.*]] = arith.andi %m, %[[OUT]] : vector<4xi1>
 // CHECK-NEXT: %[[ANY:.*]] = vector.reduction <or>, %[[BAD]] : vector<4xi1> into i1
