@@ -61,6 +61,7 @@ from dhir.transforms.vector_checks import CheckBuilder, report_unless
 # What a failed check prints (MLIR's later versions check the cast with these words).
 OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
 VIEW_OUTSIDE = "result of view is out-of-bounds of the source memref"
+NEGATIVE_SIZE = "reinterpret_cast has a negative size along dimension {dim}"
 SUBVIEW_OUTSIDE = "subview runs out-of-bounds along dimension {dim}"  # MLIR's words
 # MLIR's words for a memref.cast to a static size, offset or stride the view has not.
 SIZE_MISMATCH = "size mismatch of dim {dim}"
@@ -305,7 +306,9 @@ def _cast_proven(cast: memref.ReinterpretCastOp, buffer: SSAValue, proof: InBoun
     strides = _numbers(proof, cast.static_strides.get_values(), cast.strides)
     if DYNAMIC_INDEX in shape or not offsets or not sizes or len(strides) != len(sizes):
         return False
-    if any(size <= 0 for size in sizes):
+    if any(size < 0 for size in sizes):
+        return False  # the run stops at the cast
+    if 0 in sizes:
         return 0 <= offsets[0] <= prod(shape)
     steps = [(size - 1) * stride for size, stride in zip(sizes, strides, strict=True)]
     low = offsets[0] + sum(min(step, 0) for step in steps)
@@ -393,7 +396,14 @@ def _identity(value: SSAValue) -> bool:
 
 def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
     """In 128 bits, as a subview's: the view's lowest and highest elements lie in the
-    buffer, or it has none and starts at most at the buffer's end."""
+    buffer, or it has none and starts at most at the buffer's end; first, that each size
+    given at run time is 0 or more, as a memref's sizes are (a negative one is no view of
+    nothing that may start anywhere: the interpreter stops at it)."""
+    dynamic = iter(cast.sizes)
+    for dim, static in enumerate(cast.static_sizes.get_values()):
+        if static == DYNAMIC_INDEX:
+            sized = CheckBuilder(cast, NEGATIVE_SIZE.format(dim=dim))
+            sized.assert_(sized.cmp(next(dynamic), sized.index(0), "sge"))
     check = CheckBuilder(cast, OUTSIDE_ITS_BUFFER)
     kind = buffer.type
     assert isinstance(kind, MemRefType)
@@ -409,7 +419,7 @@ def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
     empty: list[SSAValue] = []
     for size, stride in zip(sizes, strides, strict=True):
         size, stride = _wide(check, size), _wide(check, stride)
-        empty.append(check.cmp(size, zero, "sle"))
+        empty.append(check.cmp(size, zero, "eq"))
         last = check.add(arith.MaxSIOp(check.add(arith.SubiOp(size, one)), zero))
         step = check.add(arith.MuliOp(last, stride))
         low = check.add(arith.AddiOp(low, check.add(arith.MinSIOp(step, zero))))

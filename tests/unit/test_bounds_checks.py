@@ -208,6 +208,28 @@ func.func @main(%p: memref<1xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
   return
 }
 """
+# A reinterpret_cast of n elements at offset o (both read from %p, line 8), written to
+# its measured end. Of a negative size, natively the check took it for a view of
+# nothing, which may start anywhere up to the buffer's end: it ran with exit status 0
+# (memref.dim -1), where the interpreter refused it (at offset 8), or failed with a
+# Python ValueError (at offset 3).
+SIZED_CAST = """\
+func.func @main(%p: memref<2xi64>, %a: memref<8xf64>, %b: memref<8xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %k = memref.load %p[%c0] : memref<2xi64>
+  %off = arith.index_cast %k : i64 to index
+  %m = memref.load %p[%c1] : memref<2xi64>
+  %n = arith.index_cast %m : i64 to index
+  %s = memref.reinterpret_cast %a to offset: [%off], sizes: [%n], strides: [1] : memref<8xf64> to memref<?xf64, strided<[1], offset: ?>>
+  %d = memref.dim %s, %c0 : memref<?xf64, strided<[1], offset: ?>>
+  scf.for %i = %c0 to %d step %c1 {
+    %x = memref.load %b[%i] : memref<8xf64>
+    memref.store %x, %s[%i] : memref<?xf64, strided<[1], offset: ?>>
+  }
+  return
+}
+"""
 # A view of n elements of f64 (n read from %p, line 7) of 64 bytes, read.
 SIZED_VIEW = """\
 func.func @main(%p: memref<1xi64>, %a: memref<64xi8>, %b: memref<8xf64>) {
@@ -365,15 +387,22 @@ def test_a_cast_to_a_size_or_offset_the_view_has_not_stops_the_run(
         (SIZED_SUBVIEW, 8, [[3, 4], [8, 0]], [[-1, 0], [9, -1], [2**63 - 2, 4]], "subview runs"),
         (SHIFTED_CAST, 7, [[4]], [[2**63 - 2], [5]], "result of reinterpret_cast"),
         (SIZED_VIEW, 7, [[4], [8]], [[2**61 + 1], [9]], "result of view"),
+        (
+            SIZED_CAST,
+            8,
+            [[2, 3], [8, 0]],
+            [[3, -1], [8, -1], [0, -(2**63)]],
+            "reinterpret_cast has a negative size along dimension 0",
+        ),
     ],
 )
 def test_views_the_interpreter_refuses_stop_the_run(
     tmp_path: Path, text: str, line: int, fits: list[list[int]], wrong: list[list[int]], what: str
 ) -> None:
-    """An empty subview before its source, one of a negative size, and views at offsets
-    near 2**63 or of sizes whose bytes pass 2**64, whose ends wrapped in 64 bits:
-    natively they ran with exit status 0 (and read other memory, or wrote below the
-    buffer and the rank aborted at its end)."""
+    """An empty subview before its source, a subview or reinterpret_cast of a negative
+    size, and views at offsets near 2**63 or of sizes whose bytes pass 2**64, whose ends
+    wrapped in 64 bits: natively they ran with exit status 0 (and read other memory, or
+    wrote below the buffer and the rank aborted at its end)."""
     program = write(tmp_path, text)
     a = np.arange(64, dtype=np.int8) if "memref.view" in text else np.arange(8.0)
     run = partial(dhir.run, program)
@@ -382,7 +411,9 @@ def test_views_the_interpreter_refuses_stop_the_run(
         got = run(np.array(p, np.int64), a, np.zeros(8))
         assert [w.tobytes() for w in want] == [g.tobytes() for g in got]
     for p in wrong:
-        with pytest.raises(DhirError, match="out of bounds|outside its buffer|bytes"):
+        with pytest.raises(
+            DhirError, match="out of bounds|outside its buffer|bytes|size is negative"
+        ):
             dhir.run(program, np.array(p, np.int64), a, np.zeros(8), backend="interp")
         loc, message = stopped_at(run, np.array(p, np.int64), a, np.zeros(8))
         assert loc == SourceLoc(str(program), line, 8), p

@@ -394,6 +394,13 @@ class MemrefImpls(InterpreterFunctions):
         root = base_array(args[0])
         offsets, sizes, strides = _offsets_sizes_strides(op, args[1:])
         offset = offsets[0]
+        if any(n < 0 for n in sizes):
+            # A memref's sizes are 0 or more (native code's check stops here too).
+            fail(
+                op,
+                f"views offset {offset}, sizes {sizes}, strides {strides}: a size is "
+                f"negative; give each size 0 or more",
+            )
         # A negative stride reaches below the offset (MLIR's layouts allow it: native
         # code addresses offset + i * stride as for any other).
         steps = [(n - 1) * s for n, s in zip(sizes, strides) if n > 0]
