@@ -4,8 +4,10 @@ reinterpret_casts at offsets read from an input, memref.casts of views of sizes 
 one to static sizes and layouts (right or wrong), index arithmetic (i * a + b, divisions,
 remainders, min and max, through 32 bits and past 64) of loaded values or loop
 variables, nests of loops with steps, loops between numbers read from an input, counted
-scf.while loops, scf.if guards, scf.parallel loops, private functions that load, affine
-loads, vector.load, vector.store and vector.transfer_read.
+scf.while loops (of constant or input bounds, their subscripts past 64 bits too),
+scf.if guards, scf.parallel loops, private functions that load, affine loads,
+vector.load, vector.store, vector.transfer_read and transfer_write (masked or not, at
+indices up to 2**63 past a row's end), reinterpret_casts of a size read from an input.
 
 A program has one or two bodies: the first reads %a and writes %b, the second reads %b
 and writes %c, as two dependent tasks of a schedule or (plain) one after the other in
@@ -251,8 +253,28 @@ def vectors(rng: random.Random, body: Body, src: str, dst: str, proven: bool) ->
     else:
         j = _subscript(rng, body, loops, proven)
     v = body.fresh("v")
-    kind = rng.choice(["load", "load", "read", "read-in", "store"])
+    kind = rng.choice(["load", "load", "read", "read-in", "store", "masked", "write"])
     vector = f"vector<{LANES}xf64>"
+    mask = ""
+    if kind in ("masked", "write") and not proven:
+        if rng.random() < 0.5:  # far past the end: lanes counted in 32 bits, or j + k wrapped
+            far = body.fresh("e")
+            big = rng.choice([2**31, 2**32 + 2, 2**63 - 2, 2**63 - COLS])
+            body.emit(f"{far} = arith.addi {j}, {body.const(big)} : index")
+            j = far
+        if rng.random() < 0.7:  # lanes as a loaded mask sets them (checked lane by lane)
+            flags = [rng.choice(["true", "false"]) for _ in range(LANES)]
+            mask = body.fresh("m")
+            body.emit(f"{mask} = arith.constant dense<[{', '.join(flags)}]> : vector<{LANES}xi1>")
+    if kind == "write" and not loops.parallel:  # a padded write: lanes past the end skipped
+        body.emit(f"{v} = vector.load %{src}[{loops.row}, {loops.col}] : {F64}, {vector}")
+        masked = f", {mask}" if mask else ""
+        body.emit(
+            f"vector.transfer_write {v}, %{dst}[{loops.row}, {j}]{masked} "
+            f"{{in_bounds = [false]}} : {vector}, {F64}"
+        )
+        close(body, loops.closers)
+        return
     if kind == "store" and not loops.parallel:
         body.emit(f"{v} = vector.load %{src}[{loops.row}, {loops.col}] : {F64}, {vector}")
         body.emit(f"vector.store {v}, %{dst}[{loops.row}, {j}] : {F64}, {vector}")
@@ -264,8 +286,9 @@ def vectors(rng: random.Random, body: Body, src: str, dst: str, proven: bool) ->
         pad = body.fresh("pad")
         body.emit(f"{pad} = arith.constant -1.5 : f64")
         flag = "true" if kind == "read-in" else "false"
+        masked = f", {mask}" if mask else ""
         body.emit(
-            f"{v} = vector.transfer_read %{src}[{loops.row}, {j}], {pad} "
+            f"{v} = vector.transfer_read %{src}[{loops.row}, {j}], {pad}{masked} "
             f"{{in_bounds = [{flag}]}} : {F64}, {vector}"
         )
     body.emit(f"vector.store {v}, %{dst}[{loops.row}, {loops.col}] : {F64}, {vector}")
@@ -301,23 +324,45 @@ def viewed(rng: random.Random, body: Body, src: str, dst: str, proven: bool) -> 
         scaled = body.fresh("rs")
         body.emit(f"{scaled} = arith.muli {off_r}, {body.const(COLS)} : index")
         body.emit(f"{flat} = arith.addi {scaled}, {off_c} : index")
+        width = str(cols)
+        if not proven and rng.random() < 0.3:  # columns read from %p (-1 among them)
+            kind = kind.replace(f"x{cols}xf64", "x?xf64")
+            width = body.param(3)
         body.emit(
             f"{view} = memref.reinterpret_cast {through} to offset: [{flat}], "
-            f"sizes: [{rows}, {cols}], strides: [{COLS}, {step}] : {F64} to {kind}"
+            f"sizes: [{rows}, {width}], strides: [{COLS}, {step}] : {F64} to {kind}"
         )
+        if width != str(cols):  # walked to its measured end, at most COLS columns
+            measured, cols_name = body.fresh("n"), body.fresh("n")
+            body.emit(f"{measured} = memref.dim {view}, {body.const(1)} : {kind}")
+            body.emit(f"{cols_name} = arith.minsi {measured}, {body.const(COLS)} : index")
+            return _walk(rng, body, src, dst, view, kind, rows, cols_name, through)
+    _walk(rng, body, src, dst, view, kind, rows, body.const(cols), through)
+
+
+def _walk(
+    rng: random.Random,
+    body: Body,
+    src: str,
+    dst: str,
+    view: str,
+    kind: str,
+    rows: int,
+    cols: str,
+    through: str,
+) -> None:
+    """Each element of the view `view` read into `dst` or written from `src`."""
     row, col = body.fresh("r"), body.fresh("i")
     if rng.random() < 0.4 and through == f"%{src}":
         body.emit(
             f"scf.parallel ({row}, {col}) = ({body.const(0)}, {body.const(0)}) to "
-            f"({body.const(rows)}, {body.const(cols)}) step ({body.const(1)}, {body.const(1)}) {{"
+            f"({body.const(rows)}, {cols}) step ({body.const(1)}, {body.const(1)}) {{"
         )
         body.depth += 1
         closers = 1
     else:
         body.emit(f"scf.for {row} = {body.const(0)} to {body.const(rows)} step {body.const(1)} {{")
-        body.emit(
-            f"  scf.for {col} = {body.const(0)} to {body.const(cols)} step {body.const(1)} {{"
-        )
+        body.emit(f"  scf.for {col} = {body.const(0)} to {cols} step {body.const(1)} {{")
         body.depth += 2
         closers = 2
     x = body.fresh("x")
@@ -344,7 +389,16 @@ def whiled(rng: random.Random, body: Body, src: str, dst: str, proven: bool) -> 
     body.emit("} do {")
     body.emit(f"^bb0({after}: index):")
     body.depth += 1
-    j = after if proven else expression(rng, body, after, params=True)
+    j = after
+    if not proven and rng.random() < 0.25:  # past 64 bits: checked at a loop of run-time
+        # bounds, no exact value at all in one of constant bounds (the range of its for)
+        big = rng.choice([2**62, 2**63 - 4, 2**63 - 1])
+        j = body.fresh("e")
+        body.emit(
+            f"{j} = {rng.choice(['arith.addi', 'arith.muli'])} {after}, {body.const(big)} : index"
+        )
+    if not proven:
+        j = expression(rng, body, j, params=True)
     x, following = body.fresh("x"), body.fresh("next")
     body.emit(f"{x} = memref.load %{src}[{row}, {j}] : {F64}")
     body.emit(f"memref.store {x}, %{dst}[{row}, {after}] : {F64}")

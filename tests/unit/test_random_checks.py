@@ -4,9 +4,9 @@ an index array, subviews, reinterpret_casts and memref.casts at offsets and of s
 from an input, index arithmetic of loaded values (products, sums, divisions, remainders,
 min and max, through 32 bits and past 64), nests of loops with steps, loops between
 numbers read from an input, counted scf.while loops, scf.if guards, scf.parallel loops on
-two OpenMP threads, private functions, affine loads, vector.load, vector.store and
-vector.transfer_read; in tasks on 1 and 2 ranks and in plain programs (CodeDrop), with
-inputs inside and out of bounds.
+two OpenMP threads, private functions, affine loads, vector.load, vector.store,
+vector.transfer_read and transfer_write (masked, far past the end); in tasks on 1 and 2
+ranks and in plain programs (CodeDrop), with inputs inside and out of bounds.
 
 The verdicts must agree (docs/semantics.md, "Out-of-bounds accesses checked as the
 program runs"): both run, to the same arrays bit for bit, or both stop at the same
@@ -75,6 +75,9 @@ def _checks(folder: Path) -> int:
 @given(seed=st.integers(0, 2**32 - 1))
 @example(seed=2014)  # 2 ranks: a memref.cast to a size the view has not; a gather past a
 @example(seed=2106)  # a subview of a negative size, then a cast of it
+@example(seed=578)  # 2 ranks: a counted while of constant bounds, a[5, i * (2**63 - 1) // 16]
+@example(seed=698)  # a masked transfer_read not in bounds at 2**63 - 2 (lanes 2, 3 wrap)
+@example(seed=548)  # a reinterpret_cast of -1 columns at offset 47
 def test_native_stops_where_the_interpreter_stops(seed: int) -> None:
     rng = random.Random(seed)
     program = case(rng)
