@@ -49,12 +49,12 @@ _CONDITIONALS = (scf.IfOp, affine.IfOp)
 class _Loop:
     """One loop op: its variables' trip counts, and the groups of accesses inside it."""
 
-    trips: dict[SSAValue, int]
+    trips: dict[SSAValue, float]
     depth: int
     iteration_bytes: float = 0.0  # footprint of one iteration (of all variables at once)
 
     @property
-    def runs(self) -> int:
+    def runs(self) -> float:
         return math.prod(self.trips.values())
 
 
@@ -94,7 +94,7 @@ class _Group:
         return self.span(self.loops[keep:]) * runs * moves * STREAM_COUNTED
 
 
-def _range(subscript: Linear, trips: dict[SSAValue, int], extent: int) -> int:
+def _range(subscript: Linear, trips: dict[SSAValue, float], extent: int) -> float:
     """How many values `subscript` takes while the loops of `trips` run (at most `extent`)."""
     if subscript is None:
         return max(1, min(extent, math.prod(trips.values())))
@@ -113,7 +113,7 @@ class _Collector:
     def __init__(self) -> None:
         self.groups: dict[tuple[object, ...], _Group] = {}
         self.loops: list[_Loop] = []
-        self.means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
+        self.trips = counting.LoopTrips()
         self.lift = Lifter()
         self.blocked = False  # inside a nest marked BLOCKED_ATTR
 
@@ -138,17 +138,9 @@ class _Collector:
         elif not op.regions:  # no loop nor conditional: quiet, or not followed
             if not _quiet(op):
                 raise _Unfollowed(op.name)
-        elif isinstance(op, scf.ForOp):
-            iv = op.regions[0].block.args[0]
-            trips = counting.loop_trips(op.operands[:3], iv, self.means)
-            self.loop(op, {iv: trips}, loops)
-        elif isinstance(op, scf.ParallelOp):
-            bounds = zip(op.lowerBound, op.upperBound, op.step, op.body.block.args)
-            trips = [counting.loop_trips(b[:3], b[3], self.means) for b in bounds]
-            self.loop(op, dict(zip(op.body.block.args, trips)), loops)
-        elif isinstance(op, affine.ForOp | affine.ParallelOp):
-            args = op.body.block.args
-            self.loop(op, dict(zip(args, counting.affine_trips(op, self.means))), loops)
+        elif isinstance(op, scf.ForOp | scf.ParallelOp | affine.ForOp | affine.ParallelOp):
+            args = op.regions[0].block.args
+            self.loop(op, dict(zip(args, self.trips.of(op))), loops)
         elif isinstance(op, _CONDITIONALS):
             for region in op.regions:
                 for block in region.blocks:
@@ -156,7 +148,7 @@ class _Collector:
         elif not _quiet(op):
             raise _Unfollowed(op.name)
 
-    def loop(self, op: Operation, trips: dict[SSAValue, int], loops: tuple[_Loop, ...]) -> None:
+    def loop(self, op: Operation, trips: dict[SSAValue, float], loops: tuple[_Loop, ...]) -> None:
         loop = _Loop(trips, len(loops))
         self.loops.append(loop)
         self.block(op.regions[0].block, (*loops, loop))

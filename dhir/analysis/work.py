@@ -2,11 +2,12 @@
 kernel launches, and the bytes it touches.
 
 The body is walked with the number of times each op runs. Loops multiply their bodies by
-their trip counts: `scf.for`, `scf.parallel`, `affine.for` and `affine.parallel` with
-constant bounds (folded through `arith` constants, casts, `+ - *`), `DEFAULT_TRIP_COUNT`
-per loop otherwise (also for `scf.while`); `gpu.launch` by grid x block threads; a linalg
-structured op by its iteration space (each loop's extent read from an operand dimension
-that it indexes directly; `DEFAULT_TRIP_COUNT` for a dynamic one); `scf.if` counts its
+their trip counts: `scf.for`, `scf.parallel`, `affine.for` and `affine.parallel` as
+dhir.analysis.counts.LoopTrips reads their bounds (constants, or mean trips over the
+enclosing loops), `DEFAULT_TRIP_COUNT` per loop otherwise (also for `scf.while`);
+`gpu.launch` by grid x block threads; a linalg structured op by its iteration space
+(each loop's extent read from an operand dimension that it indexes directly;
+`DEFAULT_TRIP_COUNT` for a dynamic one); `scf.if` counts its
 costlier branch; `func.call` counts the callee's body (a recursion: each of its functions'
 bodies once). Counted: arithmetic (`arith` ops on ints and floats, `math` ops; one per
 vector lane; index arithmetic, constants and casts are free) as flops; bytes loaded and
@@ -36,10 +37,9 @@ from dhir.analysis import reuse
 from dhir.analysis.counts import (
     BLOCKED_ATTR,
     DEFAULT_TRIP_COUNT,
-    affine_trips,
+    LoopTrips,
     element_bytes_of,
     extent,
-    loop_trips,
     memref_bytes,
 )
 from dhir.analysis.effects import Effects, task_effects
@@ -239,7 +239,7 @@ class _Counter:
         self._counted: dict[func.FuncOp, Work] = {}
         self._recursion: frozenset[func.FuncOp] = frozenset()  # calls in it count nothing
         self._symbols = Symbols()
-        self._means: dict[SSAValue, int] = {}  # mean value of enclosing loops' variables
+        self._trips = LoopTrips()
         self._blocked = False  # counting a nest marked BLOCKED_ATTR
 
     def region(self, region: Region) -> Work:
@@ -303,16 +303,14 @@ class _Counter:
         if is_arithmetic(op):
             return Work(flops=_flops(op))
         if isinstance(op, scf.ForOp):
-            iv = op.regions[0].block.args[0]
-            trips = loop_trips(op.operands[:3], iv, self._means)
+            trips = self._trips.of(op)[0]
             carried = Work(chain=_carried_chain(op.regions[0].block))
             return (self.region(op.regions[0]) + carried).times(trips)
         if isinstance(op, scf.ParallelOp):
-            bounds = zip(op.lowerBound, op.upperBound, op.step, op.body.block.args)
-            trips = [loop_trips(b[:3], b[3], self._means) for b in bounds]
+            trips = self._trips.of(op)
             return self.block(op.body.block).times(math.prod(trips)) + _PARALLEL
         if isinstance(op, affine.ForOp | affine.ParallelOp):
-            body = self.region(op.body).times(math.prod(affine_trips(op, self._means)))
+            body = self.region(op.body).times(math.prod(self._trips.of(op)))
             return body + _PARALLEL if isinstance(op, affine.ParallelOp) else body
         if isinstance(op, scf.WhileOp):
             return self._regions(op).times(DEFAULT_TRIP_COUNT)
