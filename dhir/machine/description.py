@@ -13,7 +13,12 @@ A CPU also has per-core rates, for code that runs on one core (or a few threads)
 `core_gflops` and `core_mem_bw_gbs` (one core streaming a triad as generated code does),
 and two cache levels with the bandwidth one core gets from them: `core_cache_bytes` /
 `core_cache_bw_gbs` (the largest cache private to a core, L2 on most CPUs) and `llc_bytes`
-/ `llc_bw_gbs` (the last-level cache, shared by the cores). Files without them get guesses.
+/ `llc_bw_gbs` (the last-level cache, shared by the cores); `core_loop_gflops`, one core's
+rate on float arithmetic in a plain loop built as dhir builds code its optimizer does not
+block (f64 adds and multiplies of a row stencil from the first-level cache: loads, not the
+FMA units, bound it), and `fp_latency_ns`, how long a float add or multiply takes before an
+op that needs its result can start (what each step of a loop-carried chain costs). Files
+without them get guesses.
 `dhir calibrate` also measures `core_bw_curve`: one core's triad bandwidth (GB/s) by
 footprint (bytes), from well inside its own cache to well beyond the last level, since
 what a footprint gets depends on the caches' effective sizes, which detection cannot see
@@ -38,7 +43,7 @@ MAX_INT = 2**63 - 1  # TOML integers and DLTI's i64 entries are signed 64-bit
 # on GPUs.
 CORE_FIELDS = (
     "core_gflops", "core_mem_bw_gbs", "core_cache_bytes", "core_cache_bw_gbs", "llc_bytes",
-    "llc_bw_gbs",
+    "llc_bw_gbs", "core_loop_gflops", "fp_latency_ns",
 )  # fmt: skip
 CACHE_SIZES = ("core_cache_bytes", "llc_bytes")
 CPU_ONLY = (*CORE_FIELDS, "core_bw_curve", "cpu")
@@ -106,6 +111,10 @@ class Device:
     core_cache_bw_gbs: float | None = None
     llc_bytes: int | None = None
     llc_bw_gbs: float | None = None
+    # One core's float arithmetic in loops that are not register-blocked (GFLOP/s), and
+    # the latency of one float add or multiply (ns): see the module docstring.
+    core_loop_gflops: float | None = None
+    fp_latency_ns: float | None = None
     core_bw_curve: tuple[tuple[int, float], ...] | None = None  # (footprint bytes, GB/s)
     # CPUs only: the CPU to build its ranks' code for (clang's -march/-mcpu name, or
     # "native"); None: dhir.toolchain.cpu decides.
@@ -392,6 +401,13 @@ CPU_CORE_CACHE_BYTES = 1 * MIB
 CPU_LLC_PER_CORE = 2 * MIB
 CPU_CORE_CACHE_SPEEDUP = 4.0
 CPU_LLC_SPEEDUP = 2.0
+# A loop the optimizer does not block runs f64 (half the f32 lanes), adds and multiplies
+# apart (half an FMA's flops) and about one op per load (half the issue rate): an eighth
+# of the core's f32 FMA peak (docs/costs.md, "Blocked nests and chains").
+CPU_LOOP_SHARE = 1 / 8
+# A float add or multiply: 3 to 4 cycles at 3 to 4 GHz on current x86-64 and Arm cores
+# (docs/costs.md).
+CPU_FP_LATENCY_NS = 0.85
 
 # One typical NVIDIA part per compute capability: f32 GFLOP/s, memory GB/s, memory bytes.
 GPU_GUESSES: dict[int, tuple[float, float, int]] = {
@@ -454,9 +470,10 @@ def with_core_guesses(device: Device) -> Device:
     """A CPU with the per-core fields it lacks guessed (and listed in `guessed`) from its
     node rates: a core gets its share of the compute and up to CPU_CORE_MEM_BW of the
     memory bandwidth; its caches serve it CPU_CORE_CACHE_SPEEDUP and CPU_LLC_SPEEDUP times
-    faster. Descriptions written before these fields existed leave them out; readers keep
-    them out (a file reads back as written), users of the rates fill them here. A GPU is
-    returned as it is."""
+    faster; its loops that are not blocked run at CPU_LOOP_SHARE of its f32 FMA rate, and
+    a float op takes CPU_FP_LATENCY_NS. Descriptions written before these fields existed
+    leave them out; readers keep them out (a file reads back as written), users of the
+    rates fill them here. A GPU is returned as it is."""
     if device.kind != DeviceKind.CPU:
         return device
     cores = device.cores or 1
@@ -468,6 +485,8 @@ def with_core_guesses(device: Device) -> Device:
         "core_cache_bw_gbs": core_bw * CPU_CORE_CACHE_SPEEDUP,
         "llc_bytes": CPU_LLC_PER_CORE * cores,
         "llc_bw_gbs": core_bw * CPU_LLC_SPEEDUP,
+        "core_loop_gflops": (device.core_gflops or device.peak_gflops / cores) * CPU_LOOP_SHARE,
+        "fp_latency_ns": CPU_FP_LATENCY_NS,
     }
     missing = {key: value for key, value in guesses.items() if getattr(device, key) is None}
     if not missing:

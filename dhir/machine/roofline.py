@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dhir.analysis.work import Work
-from dhir.machine.description import Device
+from dhir.machine.description import CPU_FP_LATENCY_NS, Device
 from dhir.targets import DeviceKind
 
 # A STREAM triad (a = b + s * c) counts 24 bytes per element, but a CPU's write-allocate
@@ -27,8 +27,8 @@ DEFAULT_LAUNCH_OVERHEAD_S = 5e-6
 BLOCKED_EFFICIENCY = 1.0
 # Seconds a float add or multiply takes before an op that needs its result can start:
 # what each step of a loop-carried chain costs (docs/costs.md, "Blocked nests and
-# chains"; 3 to 4 cycles at 3 to 4 GHz on current x86-64 and Arm cores).
-FP_LATENCY_S = 0.85e-9
+# chains"), for a CPU whose description has no `fp_latency_ns`.
+FP_LATENCY_S = CPU_FP_LATENCY_NS * 1e-9
 # A core's first-level data cache, which machine descriptions leave out: 32 KiB on most
 # x86-64 and Arm cores. Data kept there is reused at no cost; what it cannot keep comes
 # from the core's own cache.
@@ -42,24 +42,38 @@ def roofline_time(work: Work, device: Device, busy: int | None = None) -> float:
     compute, memory = rates(work, device, busy)
     if not _is_gpu(device):
         traffic = _cpu_traffic(work, device, busy, memory)
-        return max(_cpu_compute(work, compute), traffic, _chain_time(work, device))
+        return max(_cpu_compute(work, compute, device), traffic, _chain_time(work, device))
     seconds = max(work.flops / (compute * 1e9), work.bytes / (memory * 1e9))
     # Whatever runs on a GPU runs as at least one kernel.
     return seconds + max(work.launches, 1.0) * _launch_overhead(device)
 
 
-def _cpu_compute(work: Work, compute: float) -> float:
-    """Seconds of a CPU task's arithmetic at `compute` GFLOP/s (f32 FMA peak), its
-    register-blocked nests at BLOCKED_EFFICIENCY of it per f32-wide flop."""
+def _cpu_compute(work: Work, compute: float, device: Device) -> float:
+    """Seconds of a CPU task's arithmetic at `compute` GFLOP/s (f32 FMA peak): its
+    register-blocked nests at BLOCKED_EFFICIENCY of it per f32-wide flop, the rest (loops
+    the optimizer leaves as written) at the share of it `loop_share` gives."""
     rest = max(0.0, work.flops - work.blocked)
-    return (rest + work.blocked_f32 / BLOCKED_EFFICIENCY) / (compute * 1e9)
+    return (rest / loop_share(device) + work.blocked_f32 / BLOCKED_EFFICIENCY) / (compute * 1e9)
+
+
+def loop_share(device: Device) -> float:
+    """The share of a CPU core's f32 FMA rate that its loops not blocked get: its
+    `core_loop_gflops` over its `core_gflops` (the node's peak over its cores where that
+    is not given). Placement fills a description's missing per-core fields first
+    (with_core_guesses: CPU_LOOP_SHARE); a hand-made Device without them is timed as
+    before they existed, at the FMA rate."""
+    loop = device.core_loop_gflops
+    core = device.core_gflops or device.peak_gflops / (device.cores or 1)
+    return min(1.0, loop / core) if loop and core else 1.0
 
 
 def _chain_time(work: Work, device: Device) -> float:
-    """Seconds of a CPU task's loop-carried chains, one float op after another (each
-    thread runs its share of a parallel loop's)."""
+    """Seconds of a CPU task's loop-carried chains, one float op after another, each the
+    device's `fp_latency_ns` (FP_LATENCY_S where not given; each thread runs its share of
+    a parallel loop's)."""
     threads = (_threads(device) if work.parallel else 1) or 1
-    return work.chain * FP_LATENCY_S / threads
+    latency = device.fp_latency_ns * 1e-9 if device.fp_latency_ns else FP_LATENCY_S
+    return work.chain * latency / threads
 
 
 def rates(work: Work, device: Device, busy: int | None = None) -> tuple[float, float]:

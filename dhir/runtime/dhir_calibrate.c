@@ -6,6 +6,10 @@
                                                   code runs it: SWEEPS sweeps per trial
      dhir_calibrate fma ITERS TRIALS              f32 fused multiply-adds on every core
                                                   (on one with OMP_NUM_THREADS=1)
+     dhir_calibrate loop SWEEPS TRIALS            one core: f64 5-point stencil sweeps over
+                                                  grids in its own cache, plain loops
+     dhir_calibrate chain ITERS TRIALS            one core: s = s * a; s = s + b, each op
+                                                  waiting for the last (the FP latency)
 
    Each prints one line per result, "<name> <amount> <seconds> <threads> <spread>", with the
    median time over TRIALS and how far the middle half of the trials spread around it: what a program typically gets, which the cost model predicts. (The
@@ -163,6 +167,74 @@ static int serial(char **argv) {
   return 0;
 }
 
+/* A row of a 5-point stencil, as generated code runs a loop dhir's optimizer does not
+   block: a function of its own, on pointers that may alias (clang vectorizes it behind a
+   check, as it does generated code), adds and multiplies apart. */
+#define LOOP_COLUMNS 256
+#define LOOP_ROWS 64
+__attribute__((noinline)) static void stencil_row(const double *up, const double *mid,
+                                                  const double *down, double *out, double w) {
+#pragma clang fp contract(off)
+  for (int j = 1; j < LOOP_COLUMNS - 1; j++)
+    out[j] = w * (mid[j - 1] + mid[j] + mid[j + 1] + up[j] + down[j]);
+}
+
+/* Sweeps of the stencil from one grid to another and back (jacobi-2d's), over two grids
+   of 128 KiB: from the core's own cache, as the bands of dhir-time-tiles run. */
+static int loop(char **argv) {
+  long sweeps = atol(argv[2]);
+  int trials = atoi(argv[3]);
+  size_t cells = (size_t)LOOP_ROWS * LOOP_COLUMNS;
+  double *grids = malloc(2 * cells * sizeof(double));
+  if (grids == NULL || sweeps < 1) {
+    fprintf(stderr, "loop: cannot allocate 2 x %zu doubles\n", cells);
+    return 3;
+  }
+  for (size_t k = 0; k < 2 * cells; k++) grids[k] = 1.0 + (double)(k % 7);
+  double *times = trial_times(trials);
+  for (int trial = 0; trial < trials; trial++) {
+    double start = omp_get_wtime();
+    for (long sweep = 0; sweep < sweeps; sweep++) {
+      double *in = grids + (sweep % 2) * cells, *out = grids + (1 - sweep % 2) * cells;
+      for (int i = 1; i < LOOP_ROWS - 1; i++)
+        stencil_row(in + (i - 1) * LOOP_COLUMNS, in + i * LOOP_COLUMNS,
+                    in + (i + 1) * LOOP_COLUMNS, out + i * LOOP_COLUMNS, 0.2);
+    }
+    times[trial] = omp_get_wtime() - start;
+  }
+  double flops = 5.0 * (LOOP_ROWS - 2) * (LOOP_COLUMNS - 2) * (double)sweeps;
+  double typical = median(times, trials);
+  printf("loop %.9e %.9e 1 %.4f\n", flops, typical, spread(times, trials));
+  free(times);
+  fprintf(stderr, "check %g\n", grids[cells / 2]);
+  free(grids);
+  return 0;
+}
+
+static int chain(char **argv) {
+  long iters = atol(argv[2]);
+  int trials = atoi(argv[3]);
+  /* From the command line, so the compiler cannot fold the chain away. */
+  double a = 1.0 - 1.0 / (double)(iters + 2), b = 1.0 / (double)(iters + 3), s = 1.0;
+  double *times = trial_times(trials);
+  for (int trial = 0; trial < trials; trial++) {
+    double start = omp_get_wtime();
+    {
+#pragma clang fp contract(off)
+      for (long it = 0; it < iters; it++) {
+        s = s * a;
+        s = s + b;
+      }
+    }
+    times[trial] = omp_get_wtime() - start;
+  }
+  double typical = median(times, trials);
+  printf("chain %.9e %.9e 1 %.4f\n", 2.0 * (double)iters, typical, spread(times, trials));
+  free(times);
+  fprintf(stderr, "check %g\n", s);
+  return 0;
+}
+
 static int fma(char **argv) {
   long iters = atol(argv[2]);
   int trials = atoi(argv[3]);
@@ -196,9 +268,11 @@ int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "triad") == 0) return triad(argv);
   if (argc == 5 && strcmp(argv[1], "serial") == 0) return serial(argv);
   if (argc == 4 && strcmp(argv[1], "fma") == 0) return fma(argv);
+  if (argc == 4 && strcmp(argv[1], "loop") == 0) return loop(argv);
+  if (argc == 4 && strcmp(argv[1], "chain") == 0) return chain(argv);
   fprintf(stderr,
           "usage: %s pingpong TRIALS SIZE:REPS... | triad N TRIALS | serial N TRIALS SWEEPS | "
-          "fma ITERS TRIALS\n",
+          "fma ITERS TRIALS | loop SWEEPS TRIALS | chain ITERS TRIALS\n",
           argv[0]);
   return 2;
 }

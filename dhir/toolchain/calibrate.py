@@ -3,8 +3,9 @@ bandwidth with messages larger than the last-level cache, as a schedule's arrays
 bandwidth (a STREAM triad on every core) and f32 FMA throughput (every core), and the same
 for one core: a triad as generated code runs it from memory, from the core's own cache and
 from the last-level cache (sized by detection), its bandwidth over a range of footprints
-(`core_bw_curve`), and FMAs on one thread; with the C program dhir/runtime/dhir_calibrate.c
-built by the toolchain's clang and MPI.
+(`core_bw_curve`), FMAs on one thread, a stencil as generated code runs loops the optimizer
+does not block, and the latency of a chain of float ops; with the C program
+dhir/runtime/dhir_calibrate.c built by the toolchain's clang and MPI.
 
 Each GPU is measured by dhir/toolchain/calibrate_gpu.py. What one node cannot measure stays a
 guess, and is said to be: the network between nodes.
@@ -64,6 +65,12 @@ class Effort:
     fma_trials: int
     cache_bytes_moved: int = 256 << 20  # per trial of an in-cache triad on one core
     curve_passes: int = 3  # over all of the curve's footprints, the trials split among them
+    # One core's stencil sweeps and float chain: trials of a fraction of a millisecond,
+    # which a shared machine rarely preempts (trials of 10 ms measured up to 3x slower
+    # under a load of 15 on 2 cores), many of them for the median.
+    loop_sweeps: int = 20
+    chain_iterations: int = 100_000
+    short_trials: int = 51
 
 
 FULL = Effort(10, 2000, 1 << 30, 16 << 20, 1 << 26, 20, 20_000_000, 10)
@@ -227,7 +234,24 @@ def measure_core(
     found = _run_local(exe, args, 1)
     rates["core_gflops"] = found.amount / found.seconds / 1e9
     _say_rate(say, f"{rates['core_gflops']:.4g} GFLOP/s", found)
+    rates |= measure_loops(exe, effort, say)
     return rates, curve
+
+
+def measure_loops(exe: Path, effort: Effort, say: Callable[[str], None]) -> dict[str, float]:
+    """One core's rate on loops the optimizer does not block (`core_loop_gflops`: a 5-point
+    stencil as generated code runs it, from its own cache) and the latency of a float add
+    or multiply (`fp_latency_ns`: a chain of them, each waiting for the last)."""
+    trials = str(effort.short_trials)
+    say("one core: 5-point f64 stencil sweeps (a loop as built, not blocked) ...")
+    found = _run_local(exe, ["loop", str(effort.loop_sweeps), trials], 1)
+    loop = found.amount / found.seconds / 1e9
+    _say_rate(say, f"{loop:.4g} GFLOP/s", found)
+    say("one core: a chain of f64 multiplies and adds (the FP latency) ...")
+    found = _run_local(exe, ["chain", str(effort.chain_iterations), trials], 1)
+    latency = found.seconds / found.amount * 1e9
+    _say_rate(say, f"{latency:.3g} ns per op", found)
+    return {"core_loop_gflops": loop, "fp_latency_ns": latency}
 
 
 def curve_footprints(cpu: Device) -> list[int]:

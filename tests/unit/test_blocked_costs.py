@@ -3,6 +3,8 @@ registers at the core's peak (its own dry run says which), a loop-carried float 
 the FP latency (docs/costs.md, "Blocked nests and chains"). Predicted times only, compared
 between programs: nothing here runs or times a program."""
 
+from dataclasses import replace
+
 import pytest
 from devices import rank_device
 
@@ -10,6 +12,7 @@ from dhir.analysis.counts import BLOCKED_ATTR
 from dhir.analysis.work import task_work
 from dhir.api import parse_string
 from dhir.ir.tasks import task_ids
+from dhir.machine.description import CPU_LOOP_SHARE, Device, with_core_guesses
 from dhir.machine.roofline import BLOCKED_EFFICIENCY, FP_LATENCY_S, roofline_time
 from dhir.targets import DeviceKind
 from dhir.toolchain.rank_splits import RankSplits
@@ -154,3 +157,69 @@ def test_a_loop_carried_chain_is_timed_at_the_fp_latency(carried: str) -> None:
     assert four == pytest.approx(2 * two, rel=0.02)
     # The same arithmetic on independent steps is bound by its traffic, far less.
     assert predicted(recurrence(n, 4, "none")) < four / 2
+
+
+def stencil_rows(n: int) -> str:
+    """B[i][j] = 0.2 (A[i][j-1] + A[i][j] + A[i][j+1] + A[i-1][j] + A[i+1][j]): a loop
+    nest the optimizer leaves as written."""
+    t = f"memref<{n}x{n}xf64>"
+    return f"""func.func @main(%A: {t}, %B: {t}) {{
+  dhir.schedule %A, %B {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %s = dhir.task %cpu, %A, %B {{
+      %c1 = arith.constant 1 : index
+      %last = arith.constant {n - 1} : index
+      %w = arith.constant 0.2 : f64
+      scf.for %i = %c1 to %last step %c1 {{
+        scf.for %j = %c1 to %last step %c1 {{
+          %l = arith.subi %j, %c1 : index
+          %r = arith.addi %j, %c1 : index
+          %u = arith.subi %i, %c1 : index
+          %d = arith.addi %i, %c1 : index
+          %v0 = memref.load %A[%i, %j] : {t}
+          %v1 = memref.load %A[%i, %l] : {t}
+          %v2 = memref.load %A[%i, %r] : {t}
+          %v3 = memref.load %A[%u, %j] : {t}
+          %v4 = memref.load %A[%d, %j] : {t}
+          %s1 = arith.addf %v0, %v1 : f64
+          %s2 = arith.addf %s1, %v2 : f64
+          %s3 = arith.addf %s2, %v3 : f64
+          %s4 = arith.addf %s3, %v4 : f64
+          %s5 = arith.mulf %w, %s4 : f64
+          memref.store %s5, %B[%i, %j] : {t}
+        }}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+def on(device: Device, text: str) -> float:
+    """Seconds the cost model gives the program's tasks on `device` (no optimizer)."""
+    module = parse_string(text)
+    return sum(roofline_time(task_work(task), device, 1) for task in task_ids(module))
+
+
+def test_loops_it_does_not_block_run_at_the_loop_rate() -> None:
+    """A stencil (in the core's cache) is timed by its flops at the core's
+    `core_loop_gflops`, or CPU_LOOP_SHARE of its f32 FMA rate where a description leaves
+    it out (placement fills it): not at that FMA rate, 4 to 10 times what such loops
+    reach. A hand-made device without the per-core fields keeps the FMA rate."""
+    n = 200
+    flops = 5 * (n - 2) ** 2
+    module = parse_string(stencil_rows(n))
+    assert mark_blocked(module, 256) == 0
+    guessed = with_core_guesses(replace(CORE, guessed=()))
+    assert on(guessed, stencil_rows(n)) == pytest.approx(flops / (32e9 * CPU_LOOP_SHARE))
+    given = replace(CORE, core_loop_gflops=2.0)
+    assert on(given, stencil_rows(n)) == pytest.approx(flops / 2e9)
+    assert on(CORE, stencil_rows(n)) < on(guessed, stencil_rows(n))  # its traffic, here
+
+
+@pytest.mark.parametrize("carried", ["register", "memory"])
+def test_a_chain_is_timed_at_the_devices_fp_latency(carried: str) -> None:
+    n = 100_000
+    slow = replace(CORE, fp_latency_ns=2.0)
+    assert on(slow, recurrence(n, 2, carried)) == pytest.approx(2 * n * 2e-9, rel=0.02)

@@ -183,8 +183,11 @@ def test_calibrate_measures_and_writes_the_default_file(tmp_path: Path) -> None:
     assert cpu0.peak_gflops > 0 and cpu0.mem_bw_gbs > 0
     assert not system.intra_node.guessed and system.intra_node.bandwidth_gbs > 0
     assert cpu0.core_bw_curve is not None and len(cpu0.core_bw_curve) >= 8
+    assert cpu0.core_loop_gflops is not None and cpu0.core_loop_gflops > 0
+    assert cpu0.fp_latency_ns is not None and 0.05 < cpu0.fp_latency_ns < 50
+    assert not {"core_loop_gflops", "fp_latency_ns"} & set(cpu0.guessed)
     assert system.network.guessed  # one node cannot measure it
-    for step in ("latency", "GB/s", "GFLOP/s", "(trials +-", "network between nodes: not measured"):
+    for step in ("latency", "GB/s", "GFLOP/s", "ns per op", "(trials +-", "network between"):
         assert step in result.stderr
 
 

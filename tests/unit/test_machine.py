@@ -23,7 +23,8 @@ from dhir.machine.description import (
     with_core_guesses,
 )
 from dhir.machine.detect import detect, local_caches
-from dhir.machine.files import from_dict, to_dict, write_system
+from dhir.machine.dlti import from_dlti, to_dlti
+from dhir.machine.files import from_dict, read_system, to_dict, write_system
 from dhir.machine.layout import hostfile_text, launch_plan, rank_slots, threads_per_rank
 from dhir.targets import DeviceKind
 
@@ -363,6 +364,29 @@ def test_core_rates_round_trip_and_belong_to_cpus() -> None:
         replace(guess_device("g", "sm_90"), core_gflops=1.0)
     with pytest.raises(DescriptionError, match="llc_bytes must be a positive whole number"):
         replace(cpu, llc_bytes=0.5)
+
+
+def test_loop_rate_and_fp_latency_are_guessed_round_trip_and_belong_to_cpus(
+    tmp_path: Path,
+) -> None:
+    cpu = guess_device("c", "x86_64", cores=4, peak_gflops=200.0, mem_bw_gbs=8.0)
+    filled = with_core_guesses(cpu)
+    assert (filled.core_loop_gflops, filled.fp_latency_ns) == (50.0 / 8, 0.85)
+    assert {"core_loop_gflops", "fp_latency_ns"} <= set(filled.guessed)
+    given = replace(cpu, core_loop_gflops=4.5, fp_latency_ns=0.8)
+    assert (with_core_guesses(given).core_loop_gflops, with_core_guesses(given).fp_latency_ns) == (
+        4.5,
+        0.8,
+    )
+    system = System((Node("n", (given,)),), Link(1.0, 1.0), Link(1.0, 1.0))
+    for name in ("m.toml", "m.json"):
+        write_system(system, tmp_path / name)
+        assert read_system(tmp_path / name) == system
+    assert from_dlti(to_dlti(system)) == system
+    with pytest.raises(DescriptionError, match="fp_latency_ns are for CPUs"):
+        replace(guess_device("g", "sm_90"), fp_latency_ns=1.0)
+    with pytest.raises(DescriptionError, match="core_loop_gflops"):
+        replace(cpu, core_loop_gflops=-1.0)
 
 
 def test_cache_sizes_come_from_sysfs(tmp_path: Path) -> None:
