@@ -266,6 +266,12 @@ class LoopTrips:
         self._lifter = _Divisions().lifter
         self._trips: dict[SSAValue, float] = {}
 
+    @property
+    def lifter(self) -> Lifter:
+        """The lifter that reads the bounds (and divisions), for other questions about
+        the same IR."""
+        return self._lifter
+
     def of(self, op: Operation) -> list[float]:
         """Each variable's trips of the loop op `op`."""
         variables = _variables(op, self._lifter)

@@ -43,6 +43,7 @@ from dhir.analysis.counts import (
     memref_bytes,
 )
 from dhir.analysis.effects import Effects, task_effects
+from dhir.analysis.lift import Affine, Lifted, Lifter
 from dhir.analysis.regions import Regions, count_elements
 from dhir.dialects import affine, func, gpu, scf
 from dhir.dialects.access import Access, Kind, facts, is_alloc, is_arithmetic, kind, moved
@@ -254,7 +255,8 @@ class _Counter:
         flops = traffic = allocated = 0.0
         nested = Work()
         loaded: dict[tuple[object, ...], SSAValue] = {}  # loads the compiler can reuse
-        chain = 0
+        loads: list[Access] = []  # of this run of the block, for shifted recurrences
+        chain = 0.0
         carried = isinstance(block.parent_op(), scf.ForOp | affine.ForOp)
         for op in block.ops:
             access = moved(op)
@@ -264,6 +266,7 @@ class _Counter:
                     continue  # the same element again, with no store in between: reused
                 assert access.value is not None
                 loaded[key] = access.value
+                loads.append(access)
                 traffic += _access_bytes(access)
             elif access is not None:
                 key = _key(access)
@@ -273,6 +276,8 @@ class _Counter:
                     # One element updated at every iteration: the next one waits.
                     assert access.value is not None
                     chain = max(chain, _chain_length(block, loaded[key], access.value))
+                elif carried:
+                    chain = max(chain, self._shifted_chain(block, loads, access))
                 loaded = {k: v for k, v in loaded.items() if k[0] is not key[0]}
                 assert access.value is not None
                 loaded[key] = access.value
@@ -286,6 +291,21 @@ class _Counter:
                     loaded = {}  # may store anywhere
                 nested += self.op(op)
         return nested + Work(flops=flops, bytes=traffic, allocated=allocated, chain=chain)
+
+    def _shifted_chain(self, block: Block, loads: Sequence[Access], store: Access) -> float:
+        """The float ops per iteration of the loop of `block` on a chain through `store`'s
+        memref, where one of `loads` reads the element it stored k iterations before
+        (`a[i] = f(a[i - 1])`, k = 1): each iteration waits for the one k before, so k
+        chains run side by side."""
+        found = 0.0
+        for load in loads:
+            if load.memref is not store.memref:
+                continue
+            shift = _iterations_back(self._trips.lifter, block, load, store)
+            if shift:
+                assert load.value is not None and store.value is not None
+                found = max(found, _chain_length(block, load.value, store.value) / shift)
+        return found
 
     def op(self, op: Operation) -> Work:
         if BLOCKED_ATTR not in op.attributes or self._blocked:
@@ -470,6 +490,45 @@ def _as_blocked(op: Operation, work: Work) -> Work:
         work = replace(work, bytes=float(inputs + 2 * outputs))
     flops = work.flops
     return replace(work, blocked=flops, blocked_f32=flops * bits / 32, chain=0.0)
+
+
+def _iterations_back(lifter: Lifter, block: Block, load: Access, store: Access) -> int:
+    """k >= 1 when `load` reads, in an iteration of the loop of `block`, the element
+    `store` wrote k iterations before (every subscript of both exact, each the other's
+    plus k times its own change per iteration); else 0."""
+    loop = block.parent_op()
+    if isinstance(loop, scf.ForOp):
+        step = lifter.constant(loop.step)
+    elif isinstance(loop, affine.ForOp):
+        step = loop.step.value.data
+    else:
+        return 0
+    variable = block.args[0]
+    stored, read = _subscripts(lifter, store), _subscripts(lifter, load)
+    if not step or step <= 0 or stored is None or read is None or len(stored) != len(read):
+        return 0
+    back = 0
+    for written, was in zip(stored, read):
+        gap = (written - was).number
+        per_step = (lifter.linear(Lifted.at(written)) or {}).get(variable, 0) * step
+        if gap is None or (per_step == 0) != (gap == 0):
+            return 0
+        if per_step == 0:
+            continue
+        if gap % per_step or gap // per_step <= 0 or back not in (0, gap // per_step):
+            return 0
+        back = gap // per_step
+    return back
+
+
+def _subscripts(lifter: Lifter, access: Access) -> list[Affine] | None:
+    """The exact subscripts of `access`; None where one is not exact."""
+    if access.map is not None:
+        found = lifter.map_each(access.map, access.indices)
+    else:
+        found = [lifter.value(v) for v in access.indices]
+    exact = [f.low for f in found if f is not None and f.exact]
+    return exact if len(exact) == len(found) else None
 
 
 def _carried_chain(body: Block) -> int:

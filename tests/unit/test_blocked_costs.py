@@ -223,3 +223,38 @@ def test_a_chain_is_timed_at_the_devices_fp_latency(carried: str) -> None:
     n = 100_000
     slow = replace(CORE, fp_latency_ns=2.0)
     assert on(slow, recurrence(n, 2, carried)) == pytest.approx(2 * n * 2e-9, rel=0.02)
+
+
+def shifted(n: int, back: int) -> str:
+    """x[i] = x[i - back] * a + b[i] for i from 2: with back > 0 each step waits for the
+    one `back` before; with back < 0 it reads an element not yet written (no chain)."""
+    t = f"memref<{n}xf64>"
+    return f"""func.func @main(%x: {t}, %b: {t}) {{
+  dhir.schedule %x, %b {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %r = dhir.task %cpu, %x, %b {{
+      %c2 = arith.constant 2 : index
+      %back = arith.constant {back} : index
+      %n = arith.constant {n - 2} : index
+      %c1 = arith.constant 1 : index
+      %a = arith.constant 0.5 : f64
+      scf.for %i = %c2 to %n step %c1 {{
+        %j = arith.subi %i, %back : index
+        %old = memref.load %x[%j] : {t}
+        %bi = memref.load %b[%i] : {t}
+        %m = arith.mulf %old, %a : f64
+        %v = arith.addf %m, %bi : f64
+        memref.store %v, %x[%i] : {t}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize(("back", "chain"), [(1, 2.0), (2, 1.0), (-1, 0.0)])
+def test_a_recurrence_through_the_last_element_is_a_chain(back: int, chain: float) -> None:
+    n = 10_004
+    (task,) = task_ids(parse_string(shifted(n, back)))
+    assert task_work(task).chain == pytest.approx(chain * (n - 4))
