@@ -6,7 +6,8 @@ whichever order of its dimensions the kernels and row sums take next (`_order`; 
 op as its generic form), not necessarily the one a generic lists; or, for
 the named ops with their own body (`out + in0 * in1`), where its add and multiply allow
 any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot); without `nsz`, the
-calls where no output element is -0 before them, else the loops (see dhir.transforms.blas)."""
+calls where no output element is -0 before them, else the loops without flags, which
+the kernels take as exact ones (see dhir.transforms.blas)."""
 
 from collections.abc import Sequence
 from typing import cast
@@ -82,13 +83,24 @@ def _call_where_allowed(op: Contraction, module: ModuleOp, block: Block) -> str:
     call, loops = Block(), Block()
     name = _call(op, module, call)
     _loops(op, loops)
+    _exact(loops)
     put(call, scf.YieldOp())
     put(loops, scf.YieldOp())
     put(block, scf.IfOp(found, [], Region(loops), Region(call)))
     return (
         f"{name} (reassoc allows its order of sums) where no element of the output is -0, "
-        "else the loops (nsz would allow the call's +0)"
+        "else the exact loops (nsz would allow the call's +0)"
     )
+
+
+def _exact(loops: Block) -> None:
+    """The fallback `loops` without their adds' and multiplies' flags, so that the kernels
+    take them as `--fast-math=none` gives them: with `reassoc` kept they were taken for a
+    product again, behind a second scan for -0 that finds it and a BLAS call that never
+    runs. The loops give the interpreter's bits either way."""
+    for op in loops.walk():
+        if isinstance(op, arith.AddfOp | arith.MulfOp):
+            op.properties["fastmath"] = arith.FastMathFlagsAttr("none")
 
 
 def _sums_products(op: Contraction) -> bool:

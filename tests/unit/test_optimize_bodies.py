@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, Region
 
 import dhir
 from dhir import parse_string
@@ -19,6 +20,7 @@ from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts
 from dhir.toolchain.options import RunOptions
 from dhir.toolchain.tools import find_llvm_tools
+from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.condition_bounds import fold_conditions
 from dhir.transforms.optimize_bodies import optimize_bodies
 
@@ -1180,20 +1182,60 @@ func.func @main(%A: memref<33x17xf64>, %B: memref<17x29xf64>, %C: memref<33x29xf
 }
 """
     # Where C holds a -0, the loops instead (no nsz): the i-k-j nest of matmul's generic
-    # form, which the nest's own check (the same -0 found) runs as the exact kernel.
+    # form, without flags, which the kernel takes as --fast-math=none gives it.
     decision, loops = optimize_bodies(_host_module(text, "reassoc"), 512)
     assert decision.done and "OpenBLAS gemm" in decision.text and "is -0" in decision.text
     assert loops.done and loops.loc == decision.loc
-    assert loops.text == (
-        "nest (i-k-j) as a call to OpenBLAS gemm (reassoc allows its order of sums) where "
-        "no element of C's block is -0, else the exact kernel"
-    )
+    assert loops.text.startswith("nest (i-k-j) blocked 4 rows x 32 columns"), loops.text
+    assert loops.text.endswith(", exact"), loops.text
     rng = np.random.default_rng(11)
     a, b, c = (rng.standard_normal(s) for s in ((33, 17), (17, 29), (33, 29)))
     want = c + a @ b
     for ranks in (1, 2):
         got = dhir.run(text, a, b, c, ranks=ranks, fast_math="reassoc")[2]
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def _blas_calls(root: Operation | Region) -> list[str]:
+    return [
+        op.callee.root_reference.data
+        for op in root.walk()
+        if isinstance(op, func.CallOp) and op.callee.root_reference.data in SYMBOLS
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "shapes"),
+    [
+        ("matmul", [(7, 11), (11, 21), (7, 21)]),
+        ("batch_matmul", [(3, 7, 11), (3, 11, 21), (3, 7, 21)]),
+        ("vecmat", [(11,), (11, 21), (21,)]),
+    ],
+)
+def test_the_loops_behind_a_named_ops_blas_call_are_not_taken_for_one_again(
+    name: str, shapes: list[tuple[int, ...]]
+) -> None:
+    """Under reassoc without nsz a named product calls BLAS where its output holds no -0,
+    else runs its loops. Those loops kept the flags: the optimizer took them for an i-k-j
+    product again and put a second scan for -0 and a gemm call behind the first scan,
+    a call that never ran (the scan finds the -0 that chose the loops), or blocked them
+    with the flags (FMAs allowed). They are now the exact kernel: one call, one scan,
+    and a fallback whose adds and multiplies carry no flags."""
+    module = _host_module(_named_text(name, shapes, "f64"), "reassoc")
+    call, loops = optimize_bodies(module, 256)
+    assert "OpenBLAS" in call.text and "else the exact loops" in call.text, call.text
+    assert loops.done and "OpenBLAS" not in loops.text and loops.text.endswith(", exact")
+    assert len(_blas_calls(module)) == 1, _blas_calls(module)
+    assert sum(isinstance(op, arith.BitcastOp) for op in module.walk()) == 1
+    (loops_region,) = [
+        region
+        for op in module.walk()
+        if isinstance(op, scf.IfOp) and op.false_region.blocks
+        for region, other in ((op.true_region, op.false_region), (op.false_region, op.true_region))
+        if _blas_calls(other) and not _blas_calls(region)
+    ]
+    flagged = [op for op in loops_region.walk() if isinstance(op, arith.AddfOp | arith.MulfOp)]
+    assert flagged and all(set(op.fastmath.data) <= {"none"} for op in flagged)
 
 
 OTHER_BODIES = {
