@@ -2,7 +2,8 @@
 of scf.for or of affine.for, linalg.matmul, and linalg.generic with its dimensions in each
 of the 6 orders of (i, j, k), the reduction k), and the other named contractions beside
 their generic forms (batch_matmul on a batch of 4 products of N/2 x N/2, vecmat x A and
-matvec A x with A N x N), built by dhir for 1 rank (CodeDrop makes the task), with and
+matvec A x with A N x N; batch_matvec on a batch of 4 such, batch_reduce_matmul summing
+a batch of 4 products of N/2 x N/2), built by dhir for 1 rank (CodeDrop makes the task), with and
 without dhir-optimize-bodies, against NumPy (OpenBLAS, 1 thread) in this process and
 against the core's measured f64 peak (bench/c/fma_peak.c: independent vector FMAs, and
 multiplies and adds rounded apart, which is what exact code may use). Results are checked
@@ -76,6 +77,18 @@ PRODUCTS = {
         lambda n: [(n, n), (n,), (n,)],
         lambda a, b, c: c + a @ b,
         lambda n: 2.0 * n**2,
+    ),
+    "batch A x": Product(
+        f"y += A x on a batch of {BATCH}, f64, A N x N",
+        lambda n: [(BATCH, n, n), (BATCH, n), (BATCH, n)],
+        lambda a, b, c: c + np.matmul(a, b[..., None])[..., 0],
+        lambda n: 2.0 * BATCH * n**2,
+    ),
+    "batch reduce": Product(
+        f"C += sum of A B over a batch of {BATCH} products of N/2 x N/2, f64",
+        lambda n: [(BATCH, n // 2, n // 2), (BATCH, n // 2, n // 2), (n // 2, n // 2)],
+        lambda a, b, c: c + np.tensordot(a, b, axes=([0, 2], [0, 1])),
+        lambda n: 2.0 * BATCH * (n // 2) ** 3,
     ),
 }
 
@@ -202,6 +215,8 @@ FORMS = {
     "linalg.generic x A jk": "x A",
     "linalg.matvec": "A x",
     "linalg.generic A x ik": "A x",
+    "linalg.batch_matvec": "batch A x",
+    "linalg.batch_reduce_matmul": "batch reduce",
 }
 
 

@@ -226,9 +226,11 @@ def emit_gemv(
     x: SSAValue,
     y: SSAValue,
     transpose: bool,
+    batch: SSAValue | None = None,
 ) -> None:
     """At the end of `block`: y += A x (or A^T x), A the whole row-major 2-D `matrix`,
-    x and y whole 1-D memrefs."""
+    x and y whole 1-D memrefs; with `batch` (an index), A, x and y the `batch`th matrix
+    and vectors of a 3-D `matrix` and 2-D `x` and `y`."""
     element = _element(y)
     symbol = GEMV[element.bitwidth]
     args = [i32, i32, i64, i64, element, i64, i64, i64, i64, element, i64, i64]
@@ -241,7 +243,7 @@ def emit_gemv(
     trans = _TRANSPOSE if transpose else _NO_TRANSPOSE
     order, which = _constant(ops, _ROW_MAJOR, i32), _constant(ops, trans, i32)
     m, n, lda = _constant(ops, rows), _constant(ops, cols), _constant(ops, cols)
-    a, xs, ys = (aligned_address(ops, v) for v in (matrix, x, y))
+    a, xs, ys = (_batch_start(ops, v, batch) for v in (matrix, x, y))
     arguments = [order, which, m, n, scale.result, a, lda, xs, one, scale.result, ys, one]
     if rows and cols:  # BLAS refuses a leading dimension of 0; nothing to add then
         ops.append(func.CallOp(symbol, arguments, []))
@@ -273,6 +275,24 @@ def emit_dot(
     total = arith.AddfOp(start.res, call.res[0], flags)
     ops += [call, start, total, memref.StoreOp.get(total.result, out, [])]
     block.add_ops(ops)
+
+
+def _batch_start(ops: list[Operation], value: SSAValue, batch: SSAValue | None) -> SSAValue:
+    """The address (i64) of row-major memref `value`'s first element, or with `batch`, of
+    its `batch`th slice along its first dimension."""
+    address = aligned_address(ops, value)
+    if batch is None:
+        return address
+    kind = cast(MemRefType, value.type)
+    slice_bytes = _element(value).bitwidth // 8
+    for size in kind.get_shape()[1:]:
+        slice_bytes *= size
+    stride = _constant(ops, slice_bytes)
+    wide = arith.IndexCastOp(batch, i64)
+    offset = arith.MuliOp(wide.result, stride)
+    moved = arith.AddiOp(address, offset.result)
+    ops += [wide, offset, moved]
+    return moved.result
 
 
 def _constant(ops: list[Operation], value: int, kind: IntegerType = i64) -> SSAValue:

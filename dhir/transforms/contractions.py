@@ -1,13 +1,14 @@
 """Linalg's contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
-`batch_matmul`, `matvec`, `vecmat` and `dot` on memrefs, and a `linalg.generic` with one
-reduction dimension whose maps only pick dimensions, become the loops they mean, each
-output element's sum running up the reduction, as the interpreter computes it, in
-whichever order of its dimensions the kernels and row sums take next (`_order`; a named
-op as its generic form), not necessarily the one a generic lists; or, for
-the named ops with their own body (`out + in0 * in1`), where its add and multiply allow
-any order (`reassoc`, `contract`), calls to OpenBLAS (gemm, gemv, dot); without `nsz`, the
-calls where no output element is -0 before them, else the loops without flags, which
-the kernels take as exact ones (see dhir.transforms.blas)."""
+`batch_matmul`, `batch_reduce_matmul`, `matvec`, `batch_matvec`, `vecmat` and `dot` on
+memrefs, and a `linalg.generic` with one reduction dimension whose maps only pick
+dimensions, become the loops they mean, each output element's sum running up the
+reduction, as the interpreter computes it, in whichever order of its dimensions the
+kernels and row sums take next (`_order`; a named op as its generic form), not
+necessarily the one a generic lists; or, for the named ops with their own body (`out +
+in0 * in1`), where its add and multiply allow any order (`reassoc`, `contract`), calls to
+OpenBLAS (gemm, gemv, dot; a batch's one per matrix); without `nsz`, the calls where no
+output element is -0 before them, else the loops without flags, which the kernels take
+as exact ones (see dhir.transforms.blas)."""
 
 from collections.abc import Sequence
 from typing import cast
@@ -38,12 +39,22 @@ from dhir.transforms.blas import (
 )
 from dhir.transforms.building import const_index, injective, put, replace_by, rows_contiguous
 
-_NAMED = (linalg.MatmulOp, linalg.BatchMatmulOp, linalg.MatvecOp, linalg.VecmatOp, linalg.DotOp)
+_NAMED = (
+    linalg.MatmulOp,
+    linalg.BatchMatmulOp,
+    linalg.BatchReduceMatmulOp,
+    linalg.MatvecOp,
+    linalg.BatchMatvecOp,
+    linalg.VecmatOp,
+    linalg.DotOp,
+)
 KINDS = (*_NAMED, linalg.GenericOp)
 Contraction = (
     linalg.MatmulOp
     | linalg.BatchMatmulOp
+    | linalg.BatchReduceMatmulOp
     | linalg.MatvecOp
+    | linalg.BatchMatvecOp
     | linalg.VecmatOp
     | linalg.DotOp
     | linalg.GenericOp
@@ -217,22 +228,25 @@ def _order(
     along the columns is read along its last index, else innermost. Every element is
     written at one point of the parallel dimensions and no input shares its memory
     (`_refusal`), so its updates run up the reduction in any such order, as the
-    interpreter runs them. Otherwise the generic's order, the element carried only where
-    the reduction is last."""
+    interpreter runs them. Of several reductions (batch_reduce_matmul's batch and k), all
+    but the last run outermost, in their order: an element's updates still run up them
+    as the interpreter's order of dimensions does (the batch outer, k inner). Otherwise
+    the generic's order, the element carried only where the reduction is last."""
     dims = list(range(len(parallel)))
-    reduction = [d for d in dims if not parallel[d]]
+    reductions = [d for d in dims if not parallel[d]]
+    outer, reduction = reductions[:-1], reductions[-1:]
     across = [d for d in dims if parallel[d]]
     out = [cast(AffineDimExpr, r).position for r in maps[-1].results]
     body = [inner for inner in op.body.block.ops if not isinstance(inner, linalg.YieldOp)]
     if sorted(out) != across or not all(is_pure(inner) for inner in body):
         return dims, not parallel[-1]
     if not out:
-        return reduction, True
+        return [*outer, *reduction], True
     columns = out[-1]
     along = [[cast(AffineDimExpr, r).position for r in m.results] for m in maps[:-1]]
     if all(picks[-1] == columns for picks in along if columns in picks):
-        return [*out[:-1], *reduction, columns], False
-    return [*out, *reduction], True
+        return [*outer, *out[:-1], *reduction, columns], False
+    return [*outer, *out, *reduction], True
 
 
 def _carried_loops(
@@ -323,33 +337,44 @@ def _at(amap: AffineMap, ivs: dict[int, SSAValue]) -> list[SSAValue]:
     return [ivs[cast(AffineDimExpr, result).position] for result in amap.results]
 
 
+_BATCHED = (linalg.BatchMatmulOp, linalg.BatchReduceMatmulOp, linalg.BatchMatvecOp)
+
+
 def _call(op: Contraction, module: ModuleOp, block: Block) -> str:
-    """The BLAS call that computes `op`, at the end of `block`; its routine's name."""
+    """The BLAS calls that compute `op`, at the end of `block` (one per matrix of a
+    batch, in the batch's order); their routine's name."""
+    a, b = op.inputs
+    if isinstance(op, linalg.DotOp):
+        emit_dot(block, module, (a, b), op.outputs[0], common_flags(op.body.block.ops))
+        return "dot"
+    if not isinstance(op, _BATCHED):
+        return _call_one(op, module, block, None)
+    body = Block(arg_types=[IndexType()])
+    name = _call_one(op, module, body, body.args[0])
+    put(body, scf.YieldOp())
+    batches = const_index(block, cast(MemRefType, a.type).get_shape()[0])
+    zero, one = const_index(block, 0), const_index(block, 1)
+    put(block, scf.ForOp(zero, batches, one, [], Region(body)))
+    return f"{name} per batch"
+
+
+def _call_one(op: Contraction, module: ModuleOp, block: Block, batch: SSAValue | None) -> str:
+    """The BLAS call for `op`'s product, or for its matrix `batch` of a batch (which
+    batch_reduce_matmul adds into its one output), at the end of `block`; its name."""
     a, b = op.inputs
     out = op.outputs[0]
+    if isinstance(op, linalg.MatvecOp | linalg.VecmatOp | linalg.BatchMatvecOp):
+        matrix, vector = (b, a) if isinstance(op, linalg.VecmatOp) else (a, b)
+        emit_gemv(block, module, matrix, vector, out, isinstance(op, linalg.VecmatOp), batch)
+        return "gemv"
     element = cast(AnyFloat, cast(MemRefType, out.type).element_type)
     one = put(block, arith.ConstantOp(FloatAttr(1.0, element))).result
-    if isinstance(op, linalg.DotOp):
-        emit_dot(block, module, (a, b), out, common_flags(op.body.block.ops))
-        return "dot"
-    if isinstance(op, linalg.MatvecOp | linalg.VecmatOp):
-        matrix, vector = (a, b) if isinstance(op, linalg.MatvecOp) else (b, a)
-        emit_gemv(block, module, matrix, vector, out, isinstance(op, linalg.VecmatOp))
-        return "gemv"
     zero = const_index(block, 0)
-    *batch, m, k = cast(MemRefType, a.type).get_shape()
+    m, k = cast(MemRefType, a.type).get_shape()[-2:]
     n = cast(MemRefType, b.type).get_shape()[-1]
     sizes = (const_index(block, m), const_index(block, n), const_index(block, k))
-    if not batch:
-        ca, cb, cc = (Corner(v, zero, zero) for v in (a, b, out))
-        emit_gemm(block, module, ca, cb, cc, sizes, one)
-        return "gemm"
-    body = Block(arg_types=[IndexType()])
-    ca, cb, cc = (Corner(v, zero, zero, body.args[0]) for v in (a, b, out))
-    emit_gemm(body, module, ca, cb, cc, sizes, one)
-    put(body, scf.YieldOp())
-    put(
-        block,
-        scf.ForOp(zero, const_index(block, batch[0]), const_index(block, 1), [], Region(body)),
-    )
-    return "gemm per batch"
+    summed = isinstance(op, linalg.BatchReduceMatmulOp)
+    ca, cb = (Corner(v, zero, zero, batch) for v in (a, b))
+    cc = Corner(out, zero, zero, None if summed else batch)
+    emit_gemm(block, module, ca, cb, cc, sizes, one)
+    return "gemm"

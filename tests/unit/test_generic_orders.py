@@ -272,3 +272,57 @@ def test_a_named_dot_gets_no_line() -> None:
     """dot has no parallel dimension: its sum runs in a register, as before, and makes no
     nest the optimizer reports."""
     assert _decisions(_named("dot")) == []
+
+
+# The batched products the optimizer took last (their operands' shapes at b, i, j, k) and
+# the kernel each takes: batch_matvec's rows' sums, batch_reduce_matmul's i-k-j nest, its
+# batch outermost (an element's updates run up the batch, then up k, as the interpreter's
+# order of dimensions (b, i, j, k) runs them).
+BATCHED = {
+    "batch_matvec": (lambda b, i, j, k: [(b, i, k), (b, k), (b, i)], "sums of "),
+    "batch_reduce_matmul": (lambda b, i, j, k: [(b, i, k), (b, k, j), (i, j)], "nest (i-k-j) "),
+}
+
+
+def _batched_text(name: str, shapes: list[tuple[int, ...]], dtype: str) -> str:
+    kinds = ["memref<" + "".join(f"{d}x" for d in shape) + f"{dtype}>" for shape in shapes]
+    return (
+        f"func.func @main(%A: {kinds[0]}, %B: {kinds[1]}, %C: {kinds[2]}) {{\n"
+        f"  linalg.{name} ins(%A, %B : {kinds[0]}, {kinds[1]}) outs(%C : {kinds[2]})\n"
+        "  return\n}\n"
+    )
+
+
+@needs_llvm
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(BATCHED)),
+    sizes=st.tuples(*(st.sampled_from([0, 1, 2, 3, 5, 7, 13]) for _ in range(4))),
+    dtype=st.sampled_from(["f32", "f64"]),
+    ranks=st.integers(1, 2),
+)
+@example(name="batch_reduce_matmul", sizes=(3, 7, 21, 11), dtype="f32", ranks=2)
+@example(name="batch_matvec", sizes=(3, 13, 1, 7), dtype="f64", ranks=1)
+@example(name="batch_reduce_matmul", sizes=(0, 5, 3, 2), dtype="f64", ranks=1)
+def test_batch_matvec_and_batch_reduce_matmul_are_exact(
+    name: str, sizes: tuple[int, int, int, int], dtype: str, ranks: int
+) -> None:
+    """linalg.batch_matvec and batch_reduce_matmul, which the optimizer left to the
+    build's lowering, take the kernels of matvec and matmul (with odd sizes, 0 and 1
+    included, where there are rows and columns for them) and give the interpreter's bits,
+    signs of zeros too, on 1 and 2 ranks."""
+    shapes_of, kernel = BATCHED[name]
+    shapes = shapes_of(*sizes)
+    text = _batched_text(name, shapes, dtype)
+    module = parse_string(text)
+    drop_code(module, "main")
+    rng = np.random.default_rng(sum(sizes))
+    kind = np.float64 if dtype == "f64" else np.float32
+    inputs = [np.asarray(rng.standard_normal(s)).astype(kind) for s in shapes]
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)[2]
+    got = dhir.run(text, *inputs, backend="native", ranks=ranks)[2]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    decisions = [d.text for d in optimize_bodies(module, 256)]
+    assert not any(d.startswith("left") for d in decisions), decisions
+    assert any(d.startswith(kernel) and d.endswith("exact") for d in decisions), decisions

@@ -1339,7 +1339,17 @@ func.func @main(%A: memref<{m}x{k}xf64>, %B: memref<{k}x{n}xf64>, %C: memref<{m}
 """
 
 
-SIGNED = ("matmul", "matvec", "vecmat", "dot", "batch_matmul", "ikj", "ikj scaled")
+SIGNED = (
+    "matmul",
+    "matvec",
+    "vecmat",
+    "dot",
+    "batch_matmul",
+    "batch_matvec",
+    "batch_reduce_matmul",
+    "ikj",
+    "ikj scaled",
+)
 
 
 def _signed_case(name: str, sizes: tuple[int, int, int, int]) -> tuple[str, list[tuple[int, ...]]]:
@@ -1501,6 +1511,8 @@ def _named_shapes(name: str, b: int, m: int, n: int, k: int) -> list[tuple[int, 
         "vecmat": [(k,), (k, n), (n,)],
         "dot": [(k,), (k,), ()],
         "batch_matmul": [(b, m, k), (b, k, n), (b, m, n)],
+        "batch_matvec": [(b, m, k), (b, k), (b, m)],
+        "batch_reduce_matmul": [(b, m, k), (b, k, n), (m, n)],
     }[name]
 
 
@@ -1513,9 +1525,12 @@ def _named_text(name: str, shapes: list[tuple[int, ...]], dtype: str) -> str:
     )
 
 
+NAMED_OPS = ["matvec", "vecmat", "dot", "batch_matmul", "batch_matvec", "batch_reduce_matmul"]
+
+
 @settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    name=st.sampled_from(["matvec", "vecmat", "dot", "batch_matmul"]),
+    name=st.sampled_from(NAMED_OPS),
     sizes=st.tuples(*(st.integers(0, 11) for _ in range(4))),
     dtype=st.sampled_from(["f32", "f64"]),
     relaxed=st.booleans(),
@@ -1524,8 +1539,9 @@ def _named_text(name: str, shapes: list[tuple[int, ...]], dtype: str) -> str:
 def test_named_contractions_equal_the_interpreter(
     name: str, sizes: tuple[int, int, int, int], dtype: str, relaxed: bool, ranks: int
 ) -> None:
-    """matvec, vecmat, dot and batch_matmul: as loops the kernels take, bit for bit the
-    interpreter's; with --fast-math=reassoc, OpenBLAS calls, within rounding of it."""
+    """matvec, vecmat, dot, batch_matmul, batch_matvec and batch_reduce_matmul: as loops
+    the kernels take, bit for bit the interpreter's; with --fast-math=reassoc, OpenBLAS
+    calls, within rounding of it."""
     shapes = _named_shapes(name, *sizes)
     text = _named_text(name, shapes, dtype)
     decisions = optimize_bodies(_host_module(text, "reassoc" if relaxed else "none"), 256)
@@ -1547,9 +1563,38 @@ def test_named_contractions_equal_the_interpreter(
     assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= tolerance)
 
 
+@pytest.mark.parametrize(
+    ("name", "routine"), [("batch_matvec", "gemv"), ("batch_reduce_matmul", "gemm")]
+)
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_batched_products_call_blas_per_batch_under_reassoc(
+    name: str, routine: str, dtype: str
+) -> None:
+    """batch_matvec and batch_reduce_matmul under reassoc: a call per matrix of the batch,
+    each at its matrix and vectors (batch_reduce_matmul's all adding into its one
+    output), within rounding of the exact sums."""
+    shapes = _named_shapes(name, 3, 7, 21, 11)
+    text = _named_text(name, shapes, dtype)
+    decisions = optimize_bodies(_host_module(text, "reassoc"), 256)
+    assert decisions[0].text.startswith(f"a call to OpenBLAS {routine} per batch"), decisions
+    kind = np.float64 if dtype == "f64" else np.float32
+    rng = np.random.default_rng(3)
+    inputs = [np.asarray(rng.standard_normal(shape)).astype(kind) for shape in shapes]
+    got = dhir.run(text, *inputs, fast_math="reassoc")[2]
+    x, y, out = (v.astype(np.float64) for v in inputs)
+    bound = np.abs(out) + np.abs(_reference(name, np.abs(x), np.abs(y))) + 1.0
+    tolerance = 1e-12 if dtype == "f64" else 1e-5
+    want = out + _reference(name, x, y)
+    assert np.all(np.abs(got - want) <= tolerance * bound)
+
+
 def _reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if name == "dot":
         return np.asarray(np.dot(x, y))
+    if name == "batch_matvec":
+        return np.einsum("bik,bk->bi", x, y)
+    if name == "batch_reduce_matmul":
+        return np.einsum("bik,bkj->ij", x, y)
     return np.matmul(x, y)
 
 
