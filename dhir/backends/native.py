@@ -182,7 +182,7 @@ def compile_native(
         forget_threads(module)
         forget_blocked(module)
         timing.notes += in_order if openmp else []
-        after = _after_passes(options, openmp, gpu is not None, names)
+        after = _after_passes(options, openmp, gpu is not None, names, entry)
         if profile is not None:
             profile.name_tasks(tasks)
         # GPU builds stay whole: their kernels' module is compiled with the host code.
@@ -213,11 +213,15 @@ def compile_native(
 
 
 def _after_passes(
-    options: RunOptions, openmp: bool, kernels: bool, names: frozenset[str]
+    options: RunOptions,
+    openmp: bool,
+    kernels: bool,
+    names: frozenset[str],
+    entry: str = "main",
 ) -> tuple[ModulePass, ...]:
     """The passes after dhir-lower-to-mpi, in their order (`kernels`: the build has GPU
     kernels): what mlir-opt-22 does not lower, or would lower wrongly, and the runtime
-    checks the options ask for."""
+    checks the options ask for, whose failures name `entry`'s arguments."""
     # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
     # know, run sequentially.
     threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
@@ -235,9 +239,11 @@ def _after_passes(
         "none": (),
     }
     vector_checks = modes[options.runtime_checks]
-    scalar_checks = (BoundsChecksPass(),) if options.runtime_checks == "undecided" else ()
+    undecided = options.runtime_checks == "undecided"
+    scalar_checks = (BoundsChecksPass(entry),) if undecided else ()
     # MLIR checks casts and linalg ops under "all" too, but without the sizes it found.
-    size_checks = (CastSizesPass(), LinalgSizesPass()) if options.runtime_checks != "none" else ()
+    sized = (CastSizesPass(entry), LinalgSizesPass(entry))
+    size_checks = sized if options.runtime_checks != "none" else ()
     return (
         AccurateMathPass(),
         rows,

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dhir.analysis.arg_origins import NOTE
 from dhir.ir.diagnostics import SourceLoc
 
 # The header dhir_rt.c writes: magic, then int64 rank, pid, phase, task, call, peer.
@@ -81,15 +82,23 @@ def failed_check(output: str, errors: str = "") -> FailedCheck | None:
     match = _FAILED_CHECK.search(output)
     if match is None:
         return None
-    what = match.group(1)
+    what, named = _words(match.group(1))
     detail = _BOUNDS_DETAIL.search(errors + output) if what == OUT_OF_BOUNDS else None
     if detail is not None:
         what += f": {detail.group(1)}"
-    what += _size_detail(what, errors + output) + _loop_detail(what, errors + output)
+    what += _size_detail(what, errors + output) + _loop_detail(what, errors + output) + named
     file, line, column = match.group(2, 3, 4)
     if file is None:  # an op without a location: dhir made it
         return FailedCheck(what, None)
     return FailedCheck(what, SourceLoc(_unescaped(file), int(line), int(column)))
+
+
+def _words(message: str) -> tuple[str, str]:
+    """A check's message as its words and the note that ends it, naming the entry's
+    argument a size is (dhir.analysis.arg_origins; empty where it has none): the numbers
+    the check found go between them."""
+    found = NOTE.fullmatch(message)
+    return (message, "") if found is None else (found.group(1), found.group(2))
 
 
 # What dhir_rt.c's reports of an op write of it: "the loop at line 7, column 3 runs where

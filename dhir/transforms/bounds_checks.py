@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import ModuleOp, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.analysis.arg_origins import ArgOrigins, note
 from dhir.analysis.lift import Lifted
 from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, memref
@@ -34,6 +35,7 @@ from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_access
 from dhir.transforms.building import declare
+from dhir.transforms.vector_checks import OUT_OF_BOUNDS as OUT_OF_BOUNDS_WORDS
 from dhir.transforms.vector_checks import CheckBuilder, report_unless, run_unless
 
 OUT_OF_BOUNDS = "dhir_rt_out_of_bounds"
@@ -44,9 +46,14 @@ _AFFINE = (affine.LoadOp, affine.StoreOp)
 
 @dataclass(frozen=True)
 class BoundsChecksPass(ModulePass):
-    """Host loads and stores whose subscripts are not proven in bounds check them as they run."""
+    """Host loads and stores whose subscripts are not proven in bounds check them as they run.
+
+    A failure names the argument of `entry` that the memref's size is, where the IR says
+    which."""
 
     name = "dhir-bounds-checks"
+
+    entry: str = "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         proof = InBounds(op)
@@ -56,10 +63,11 @@ class BoundsChecksPass(ModulePass):
             for access in find_ops(op, (*_SCALAR, *_AFFINE))
             if not in_device_code(access) and (dims := undecided_dims(access, proof))
         ]
+        origins = ArgOrigins(op, self.entry)
         for access, dims in pending:
             if isinstance(access, _AFFINE):
                 access = lower_access(access)
-            _check(access, dims)
+            _check(access, dims, _named(origins, access, dims))
         if pending:
             declare(op, OUT_OF_BOUNDS, [i64, i64, i64], [], owner="dhir's runtime")
 
@@ -80,10 +88,19 @@ def _subscripts(op: Operation, proof: InBounds) -> tuple[SSAValue, list[Lifted |
     return memory, [proof.lifter.value(v) for v in indices]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def _check(op: Operation, dims: list[int]) -> None:
+def _named(origins: ArgOrigins, op: Operation, dims: list[int]) -> str:
+    """The arguments the sizes of `op`'s memref along `dims` are, as the end of a
+    failure's message (each after its dimension where there are several)."""
+    memory: SSAValue = op.memref  # pyright: ignore[reportAttributeAccessIssue]
+    if len(dims) == 1:
+        return note(("", origins.size(memory, dims[0])))
+    return note(*((f"dimension {d}: ", origins.size(memory, d)) for d in dims))
+
+
+def _check(op: Operation, dims: list[int], named: str) -> None:
     memory: SSAValue = op.memref  # pyright: ignore[reportAttributeAccessIssue]
     indices: list[SSAValue] = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
-    check = CheckBuilder(op)
+    check = CheckBuilder(op, OUT_OF_BOUNDS_WORDS + named)
     found = [(d, indices[d], check.size(memory, d)) for d in dims]
     inside = [check.cmp(index, size, "ult") for _, index, size in found]
     ok = check.all(inside)

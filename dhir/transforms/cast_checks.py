@@ -47,6 +47,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
+from dhir.analysis.arg_origins import ArgOrigins, note
 from dhir.analysis.lift import Lifted, constant
 from dhir.analysis.proven_bounds import InBounds
 from dhir.analysis.sharing import CastReach
@@ -471,9 +472,13 @@ def _values(
 
 @dataclass(frozen=True)
 class CastSizesPass(ModulePass):
-    """Host memref.casts to a static size check that the run-time size they are given is it."""
+    """Host memref.casts to a static size check that the run-time size they are given is it.
+
+    A failure names the argument of `entry` that the size is, where the IR says which."""
 
     name = "dhir-cast-sizes"
+
+    entry: str = "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         casts = [
@@ -481,9 +486,10 @@ class CastSizesPass(ModulePass):
             for cast in find_ops(op, memref.CastOp)
             if not in_device_code(cast) and (dims := made_static(cast))
         ]
+        origins = ArgOrigins(op, self.entry)
         for cast, dims in casts:
             for dim in dims:
-                _check_size(cast, dim)
+                _check_size(cast, dim, note(("", origins.size(cast.source, dim))))
         if casts:
             declare(op, CAST_SIZE, [i64, i64, i64], [], owner="dhir's runtime")
         expansions = [
@@ -536,9 +542,10 @@ def made_static(cast: memref.CastOp) -> list[int]:
     return [d for d, (s, r) in enumerate(pairs) if s == DYNAMIC_INDEX and r != DYNAMIC_INDEX]
 
 
-def _check_size(cast: memref.CastOp, dim: int) -> None:
-    """At `cast`: dimension `dim` of its source has the size its result's type says."""
-    check = CheckBuilder(cast, SIZE_MISMATCH.format(dim=dim))
+def _check_size(cast: memref.CastOp, dim: int, named: str) -> None:
+    """At `cast`: dimension `dim` of its source has the size its result's type says;
+    `named`, the argument that size is, ends the failure's message."""
+    check = CheckBuilder(cast, SIZE_MISMATCH.format(dim=dim) + named)
     result = cast.dest.type
     assert isinstance(result, MemRefType)
     needed = result.get_shape()[dim]

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i64
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 
+from dhir.analysis.arg_origins import ArgOrigins, note
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.walk import find_ops
@@ -36,9 +37,13 @@ _Dim = tuple[int, int]
 
 @dataclass(frozen=True)
 class LinalgSizesPass(ModulePass):
-    """Host linalg ops check that their operands' run-time sizes agree with their loops'."""
+    """Host linalg ops check that their operands' run-time sizes agree with their loops'.
+
+    A failure names the arguments of `entry` that the sizes are, where the IR says which."""
 
     name = "dhir-linalg-sizes"
+
+    entry: str = "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pending = [
@@ -46,9 +51,10 @@ class LinalgSizesPass(ModulePass):
             for linalg in find_ops(op, LinalgStructuredOperation)
             if not in_device_code(linalg) and (pairs := unequal_dims(linalg))
         ]
+        origins = ArgOrigins(op, self.entry)
         for linalg, pairs in pending:
             for dim, source in pairs:
-                _check(linalg, dim, source)
+                _check(linalg, dim, source, _named(origins, linalg, dim, source))
         if pending:
             declare(op, LOOP_SIZE, [i64] * 4, [], owner="dhir's runtime")
 
@@ -83,11 +89,19 @@ def _size(op: LinalgStructuredOperation, at: _Dim) -> int:
     return kind.get_shape()[at[1]]
 
 
-def _check(op: LinalgStructuredOperation, at: _Dim, source: _Dim) -> None:
-    """At `op`: dimension `at` of an operand has the size of dimension `source`, which
-    gives the loop along both its size."""
+def _named(origins: ArgOrigins, op: LinalgStructuredOperation, at: _Dim, source: _Dim) -> str:
+    """The arguments that dimension `at` of an operand and dimension `source`, which
+    gives the loop its size, are, as the end of a failure's message."""
     (k, d), (j, e) = at, source
-    check = CheckBuilder(op, INCOMPATIBLE.format(dim=d, operand=k))
+    size, extent = origins.size(op.operands[k], d), origins.size(op.operands[j], e)
+    return note(("it has ", size), ("the loop runs ", extent))
+
+
+def _check(op: LinalgStructuredOperation, at: _Dim, source: _Dim, named: str) -> None:
+    """At `op`: dimension `at` of an operand has the size of dimension `source`, which
+    gives the loop along both its size; `named` ends the failure's message."""
+    (k, d), (j, e) = at, source
+    check = CheckBuilder(op, INCOMPATIBLE.format(dim=d, operand=k) + named)
     size = check.size(op.operands[k], d)
     extent = check.size(op.operands[j], e)
     ok = check.cmp(size, extent, "eq")

@@ -553,9 +553,11 @@ def _run_exe(exe: Path, tmp_path: Path, *inputs: str) -> subprocess.CompletedPro
     ("op", "ranks", "said"),
     [
         ("expand_shape", 1, "p.mlir:5:8: error: a runtime check failed: size mismatch of dim 0: "
-         "the cast's operand has 3 there, where its type says 2"),
+         "the cast's operand has 3 there, where its type says 2 (the value of @main's argument "
+         "%n);"),
         ("expand_shape", 2, "p.mlir:5:8: error: a runtime check failed: size mismatch of dim 0: "
-         "the cast's operand has 3 there, where its type says 2"),
+         "the cast's operand has 3 there, where its type says 2 (the value of @main's argument "
+         "%n);"),
         ("extract_slice", 1, "p.mlir:6:8: error: a runtime check failed: size mismatch of dim "
          "0: the cast's operand has 4 there, where its type says 6"),
         ("pad", 2, "p.mlir:8:8: error: a runtime check failed: size mismatch of dim 0: the "
@@ -605,7 +607,8 @@ func.func @main(%a: tensor<?x?xf64>, %b: tensor<?x?xf64>) -> tensor<2x2xf64> {
     [
         ("addf", 2, [(2, 3), (1, 3)], "p.mlir:3:8: error: a runtime check failed: dimension #0 "
          "of input/output operand #1 is incompatible: it has 1, where the loop along it runs 2 "
-         "times"),
+         "times (it has the size of @main's argument %b, dimension 0; the loop runs the size of "
+         "@main's argument %a, dimension 0);"),
         ("matmul", 1, [(2, 3), (2, 2)], "p.mlir:6:8: error: a runtime check failed: dimension "
          "#0 of input/output operand #1 is incompatible: it has 2, where the loop along it "
          "runs 3 times"),
@@ -643,7 +646,8 @@ def test_an_executable_run_by_hand_checks_the_size_too(tmp_path: Path) -> None:
     )
     said = done.stdout + done.stderr  # MLIR's check prints to standard output
     assert done.returncode != 0
-    assert '^ size mismatch of dim 0\nLocation: loc("' in said and '.mlir":6:8)' in said
+    named = " (the value of @main's argument %n)"  # the size tensor.empty is given
+    assert f'^ size mismatch of dim 0{named}\nLocation: loc("' in said and '.mlir":6:8)' in said
     assert "dimension 0 of the cast's operand has 3, where its type says 2" in done.stderr
 
 

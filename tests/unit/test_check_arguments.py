@@ -1,0 +1,180 @@
+"""A failed run-time check of a size (a cast's, a linalg op's operand's, an access's
+memref's) names the entry's argument that size is, where the IR says which: the size of
+an argument along a dimension, or an index argument's value. Before, compiled
+executables said only the op and the numbers ("size mismatch of dim 0: the cast's
+operand has 3 there, where its type says 2"), and the user had to find which of the
+inputs gave the 3."""
+
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dhir
+from dhir.ir.diagnostics import DhirError, SourceLoc
+from dhir.ir.text import parse_string as parse_module
+from dhir.toolchain.failure import FailedCheck, failed_check
+from dhir.transforms.bounds_checks import BoundsChecksPass
+from dhir.transforms.cast_checks import CastSizesPass
+from dhir.transforms.linalg_sizes import LinalgSizesPass
+
+# Casts of sizes an argument gives (%n's value, %a's size, %b's through a private
+# function's argument) and of sizes no argument is (loaded; passed two ways).
+CASTS = """\
+func.func @main(%a: memref<?xf64>, %n: index, %b: memref<?x?xf64>, %p: memref<1xi64>, %k: i32) {
+  %m = memref.alloc(%n) : memref<?xf64>
+  %c = memref.cast %m : memref<?xf64> to memref<2xf64>
+  %d = memref.cast %a : memref<?xf64> to memref<4xf64>
+  func.call @f(%b) : (memref<?x?xf64>) -> ()
+  %c0 = arith.constant 0 : index
+  %l = memref.load %p[%c0] : memref<1xi64>
+  %li = arith.index_cast %l : i64 to index
+  %e = memref.alloc(%li) : memref<?xf64>
+  %ec = memref.cast %e : memref<?xf64> to memref<5xf64>
+  func.call @g(%a) : (memref<?xf64>) -> ()
+  func.call @g(%m) : (memref<?xf64>) -> ()
+  %ki = arith.index_cast %k : i32 to index
+  %v = memref.subview %a[0] [%ki] [1] : memref<?xf64> to memref<?xf64, strided<[1]>>
+  %vc = memref.cast %v : memref<?xf64, strided<[1]>> to memref<7xf64, strided<[1]>>
+  return
+}
+func.func private @f(%x: memref<?x?xf64>) {
+  %y = memref.cast %x : memref<?x?xf64> to memref<?x3xf64>
+  return
+}
+func.func private @g(%x: memref<?xf64>) {
+  %y = memref.cast %x : memref<?xf64> to memref<6xf64>
+  return
+}
+"""
+
+
+def _messages(text: str, *passes: object) -> list[str]:
+    """The words of each check's failure in `text` after `passes`, in order."""
+    module = parse_module(text)
+    for one in passes:
+        one.apply(None, module)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+    said = str(module).split("Runtime op verification failed\\0A^ ")[1:]
+    return [part.split("\\0ALocation")[0] for part in said]
+
+
+def test_a_cast_s_check_names_the_argument_its_size_is() -> None:
+    assert _messages(CASTS, CastSizesPass()) == [
+        "size mismatch of dim 0 (the value of @main's argument %n)",
+        "size mismatch of dim 0 (the size of @main's argument %a, dimension 0)",
+        "size mismatch of dim 0",  # loaded from %p
+        "size mismatch of dim 0 (the value of @main's argument %k)",
+        "size mismatch of dim 1 (the size of @main's argument %b, dimension 1)",
+        "size mismatch of dim 0",  # @g is given %a and %m
+    ]
+
+
+def test_an_entry_called_again_names_no_argument() -> None:
+    again = CASTS.replace(
+        "  func.call @g(%a)", "  func.call @main(%a, %n, %b, %p, %k) : "
+        "(memref<?xf64>, index, memref<?x?xf64>, memref<1xi64>, i32) -> ()\n  func.call @g(%a)"
+    )  # fmt: skip
+    assert not any("argument" in said for said in _messages(again, CastSizesPass()))
+
+
+# %a + %b into %a, of run-time rows each (line 2); %a read at an index from %idx.
+LINALG = """\
+func.func @main(%a: memref<?x3xf64>, %b: memref<?x3xf64>, %idx: memref<1xi64>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%a, %b : memref<?x3xf64>, memref<?x3xf64>) outs(%a : memref<?x3xf64>) {
+  ^bb0(%x: f64, %y: f64, %z: f64):
+    %s = arith.addf %x, %y : f64
+    linalg.yield %s : f64
+  }
+  %c0 = arith.constant 0 : index
+  %i = memref.load %idx[%c0] : memref<1xi64>
+  %ii = arith.index_cast %i : i64 to index
+  %v = memref.load %a[%ii, %c0] : memref<?x3xf64>
+  %w = memref.load %a[%ii, %ii] : memref<?x3xf64>
+  return
+}
+"""
+
+
+def test_a_linalg_op_s_check_names_both_arguments() -> None:
+    assert _messages(LINALG, LinalgSizesPass()) == [
+        "dimension #0 of input/output operand #1 is incompatible (it has the size of @main's "
+        "argument %b, dimension 0; the loop runs the size of @main's argument %a, dimension 0)",
+        "dimension #0 of input/output operand #2 is incompatible (it has the size of @main's "
+        "argument %a, dimension 0; the loop runs the size of @main's argument %a, dimension 0)",
+    ]
+
+
+def test_an_access_s_check_names_the_argument_its_memref_s_size_is() -> None:
+    assert _messages(LINALG, BoundsChecksPass()) == [
+        "out-of-bounds access (the size of @main's argument %a, dimension 0)",
+        # Dimension 1's size is 3, the type's: no argument gives it.
+        "out-of-bounds access (dimension 0: the size of @main's argument %a, dimension 0)",
+    ]
+
+
+def test_a_failed_check_s_numbers_come_before_the_argument() -> None:
+    output = (
+        "ERROR: Runtime op verification failed\n^ size mismatch of dim 0 (the value of "
+        '@main\'s argument %n)\nLocation: loc("p.mlir":5:8)\n'
+    )
+    errors = (
+        "dhir: size mismatch on rank 0: dimension 0 of the cast's operand has 3, where its "
+        "type says 2\n"
+    )
+    assert failed_check(output, errors) == FailedCheck(
+        "size mismatch of dim 0: the cast's operand has 3 there, where its type says 2 "
+        "(the value of @main's argument %n)",
+        SourceLoc("p.mlir", 5, 8),
+    )
+    bounds = output.replace("size mismatch of dim 0", "out-of-bounds access").replace(
+        "value of @main's argument %n", "size of @main's argument %a, dimension 0"
+    )
+    errors = "dhir: out-of-bounds access on rank 0: index 9 of dimension 0, whose size is 8\n"
+    found = failed_check(bounds, errors)
+    assert found is not None
+    assert found.what == (
+        "out-of-bounds access: index 9 of dimension 0, whose size is 8 (the size of @main's "
+        "argument %a, dimension 0)"
+    )
+
+
+# b[i] = a[idx[i]] for i < 4, a of run-time size, in a task (the load at line 11).
+GATHER = """\
+func.func @main(%idx: memref<4xi64>, %a: memref<?xf64>, %b: memref<4xf64>) {
+  dhir.schedule %idx, %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %idx, %a, %b {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.for %i = %c0 to %c4 step %c1 {
+        %j = memref.load %idx[%i] : memref<4xi64>
+        %ji = arith.index_cast %j : i64 to index
+        %x = memref.load %a[%ji] : memref<?xf64>
+        memref.store %x, %b[%i] : memref<4xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_run_stopped_by_an_access_names_the_argument(tmp_path: Path, ranks: int) -> None:
+    program = tmp_path / "p.mlir"
+    program.write_text(GATHER)
+    run = partial(dhir.run, program, ranks=ranks)
+    got = run(np.array([0, 3, 1, 2], np.int64), np.arange(4.0), np.zeros(4))
+    assert got[2].tolist() == [0.0, 3.0, 1.0, 2.0]
+    with pytest.raises(DhirError) as caught:
+        run(np.array([0, 5, 1, 2], np.int64), np.arange(4.0), np.zeros(4))
+    (diagnostic, *_) = caught.value.diagnostics
+    assert diagnostic.loc == SourceLoc(str(program), 11, 14)
+    assert diagnostic.message.startswith(
+        "a runtime check failed: out-of-bounds access: index 5 of dimension 0, whose size is "
+        "4 (the size of @main's argument %a, dimension 0);"
+    ), diagnostic.message
