@@ -26,9 +26,14 @@ where the interpreter stops at the cast.
 MLIR 22 checks no `memref.view` either: its bytes, from its shift on, must lie in its
 source (a 1-D memref of i8 of the identity layout, whose size its descriptor has), as
 the interpreter requires.
+
+A `memref.expand_shape` of run-time sizes is checked in both modes: each group's sizes
+must multiply to its source dimension's, as the interpreter requires. MLIR's lowering
+takes the run-time size from the source's instead (8 elements as `[%n, 3]`, %n = 2,
+read 2 x 3 of them and exited 0), and MLIR checks only that the static sizes divide it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -69,8 +74,9 @@ SIZE_MISMATCH = "size mismatch of dim {dim}"
 OFFSET_MISMATCH = "offset mismatch"
 STRIDE_MISMATCH = "stride mismatch of dim {dim}"
 RANK_MISMATCH = "rank mismatch"
-# An expand_shape whose run-time sizes do not split its source's dimension.
-EXPAND_MISMATCH = "expand_shape's output_shape does not split dimension {dim} of its source"
+# A memref.expand_shape whose run-time sizes do not multiply to its source's (MLIR checks
+# only that the static ones divide it, under "all").
+EXPAND_MISMATCH = "expand_shape's sizes do not multiply to dimension {dim} of its source"
 
 i128 = IntegerType(128)
 CAST_SIZE = "dhir_rt_cast_size"
@@ -95,8 +101,9 @@ class CastChecksPass(ModulePass):
     """Host reinterpret_casts and memref.views check that they stay in their buffer.
 
     A reinterpret_cast is checked where its buffer is an allocation or a whole argument
-    (its size known at run time); a memref.view, against its source. With `undecided`,
-    only those not proven inside, and the subviews not proven inside their source."""
+    (its size known at run time); a memref.view, against its source; an expand_shape of
+    run-time sizes, against its source's sizes. With `undecided`, only those not proven
+    inside, and the subviews not proven inside their source."""
 
     name = "dhir-cast-checks"
 
@@ -117,11 +124,16 @@ class CastChecksPass(ModulePass):
             and (buffer := _buffer(cast.source, reach)) is not None
             and not (self.undecided and _cast_proven(cast, buffer, proof))
         ]
+        # One walk for both: a large build runs this pass on every piece.
+        shaped = find_ops(op, (memref.ViewOp, memref.ExpandShapeOp))
         views = [
             view
-            for view in find_ops(op, memref.ViewOp)
-            if not in_device_code(view) and not (self.undecided and _view_proven(view, proof))
+            for view in shaped
+            if isinstance(view, memref.ViewOp)
+            and not in_device_code(view)
+            and not (self.undecided and _view_proven(view, proof))
         ]
+        expands = _undecided_expands(e for e in shaped if isinstance(e, memref.ExpandShapeOp))
         for view, dims in subviews:
             _check_subview(view, dims)
         for cast, claims in memref_casts:
@@ -130,6 +142,8 @@ class CastChecksPass(ModulePass):
             _check(cast, buffer)
         for view in views:
             _check_view(view)
+        for expand, groups in expands:
+            _check_expand(expand, groups)
 
 
 def _undecided_subviews(
@@ -431,6 +445,52 @@ def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
     check.assert_(check.any([inside, nothing]))
 
 
+def _undecided_expands(
+    expands: Iterable[memref.ExpandShapeOp],
+) -> list[tuple[memref.ExpandShapeOp, list[int]]]:
+    """Those of `expands` in host code, with the source dimensions whose group of result
+    sizes is not all static, or whose own size is not (the verifier holds static ones to
+    agree)."""
+    found: list[tuple[memref.ExpandShapeOp, list[int]]] = []
+    for expand in expands:
+        source = expand.src.type
+        if in_device_code(expand) or not isinstance(source, MemRefType):
+            continue
+        sizes = expand.static_output_shape.get_values()
+        groups = [
+            dim
+            for dim, group in enumerate(_expand_groups(expand))
+            if DYNAMIC_INDEX in (source.get_shape()[dim], *(sizes[r] for r in group))
+        ]
+        if groups:
+            found.append((expand, groups))
+    return found
+
+
+def _expand_groups(expand: memref.ExpandShapeOp) -> list[list[int]]:
+    return [[d.value.data for d in group] for group in expand.reassociation]
+
+
+def _check_expand(expand: memref.ExpandShapeOp, dims: list[int]) -> None:
+    """At `expand`: along each source dimension of `dims`, its group's result sizes are 0
+    or more and multiply to the dimension's size, as the interpreter requires; in 128
+    bits, the product held at most 2**64 as it grows, so that sizes near 2**63 cannot
+    wrap to it."""
+    groups = _expand_groups(expand)
+    static = expand.static_output_shape.get_values()
+    for dim in dims:
+        check = CheckBuilder(expand, EXPAND_MISMATCH.format(dim=dim))
+        sizes = _values(check, static, expand.output_shape)
+        zero, most = _wide_number(check, 0), _wide_number(check, 2**64)
+        product, ok = _wide_number(check, 1), []
+        for size in (_wide(check, sizes[r]) for r in groups[dim]):
+            ok.append(check.cmp(size, zero, "sge"))
+            product = check.add(arith.MuliOp(product, size))
+            product = check.add(arith.MinSIOp(product, most))
+        ok.append(check.cmp(product, _wide(check, check.size(expand.src, dim)), "eq"))
+        check.assert_(check.all(ok))
+
+
 def _view_element_bytes(kind: MemRefType) -> int | None:
     """Bytes of an element of the view `kind` where they are 1, 2, 4 or 8 (the
     interpreter runs no view of others); None otherwise."""
@@ -492,44 +552,6 @@ class CastSizesPass(ModulePass):
                 _check_size(cast, dim, note(("", origins.size(cast.source, dim))))
         if casts:
             declare(op, CAST_SIZE, [i64, i64, i64], [], owner="dhir's runtime")
-        expansions = [
-            (expand, groups)
-            for expand in find_ops(op, memref.ExpandShapeOp)
-            if not in_device_code(expand) and (groups := run_time_groups(expand))
-        ]
-        for expand, groups in expansions:
-            for group in groups:
-                _check_expansion(expand, group)
-
-
-def run_time_groups(expand: memref.ExpandShapeOp) -> list[int]:
-    """The groups of `expand` (by the source dimension they split) with a size given at
-    run time."""
-    sizes = expand.static_output_shape.get_values()
-    groups = [[d.value.data for d in group] for group in expand.reassociation]
-    return [k for k, group in enumerate(groups) if any(sizes[d] == DYNAMIC_INDEX for d in group)]
-
-
-def _check_expansion(expand: memref.ExpandShapeOp, dim: int) -> None:
-    """At `expand`: the sizes that split source dimension `dim` are 0 or more and their
-    product (in 128 bits, which two sizes cannot pass) is that dimension's size. MLIR 22 checks
-    only static sizes: native code took -2 x 4 for 8 elements as given, exit 0, where the
-    interpreter stops."""
-    check = CheckBuilder(expand, EXPAND_MISMATCH.format(dim=dim))
-    sizes = expand.static_output_shape.get_values()
-    dynamic = iter(expand.output_shape)
-    given = [next(dynamic) if n == DYNAMIC_INDEX else n for n in sizes]
-    group = [d.value.data for d in expand.reassociation.data[dim]]
-    parts = [given[d] for d in group]
-    runtime = [p for p in parts if isinstance(p, SSAValue)]
-    zero = check.index(0)
-    ok = [check.cmp(p, zero, "sge") for p in runtime]
-    product = _wide_number(check, prod(p for p in parts if isinstance(p, int)))
-    for part in runtime:
-        product = check.add(arith.MuliOp(product, _wide(check, part)))
-    whole = _wide(check, check.size(expand.src, dim))
-    ok.append(check.cmp(product, whole, "eq"))
-    check.assert_(check.all(ok))
 
 
 def made_static(cast: memref.CastOp) -> list[int]:

@@ -476,7 +476,7 @@ def test_an_expand_shape_whose_sizes_do_not_split_its_source_stops_at_it(
             dhir.run(program, a, np.zeros(4, np.float32), np.int64(rows), backend=backend)
         diagnostic = caught.value.diagnostics[0]
         assert diagnostic.loc == SourceLoc(str(program), 5, 12), backend
-    said = "expand_shape's output_shape does not split dimension 0 of its source"
+    said = "expand_shape's sizes do not multiply to dimension 0 of its source"
     assert said in diagnostic.message
 
 

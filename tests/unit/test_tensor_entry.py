@@ -568,10 +568,13 @@ def test_a_compiled_entry_checks_sizes_from_index_arguments_as_it_runs(
     op: str, ranks: int, said: str, tmp_path: Path
 ) -> None:
     exe = _compile(SIZED_BY_SCALAR[op], tmp_path, ranks)
-    np.save(tmp_path / "a.npy", np.arange(6.0))
+    # 9 elements as 3 x 3 for expand_shape: 6 of them would stop at the expand_shape,
+    # whose sizes must multiply to its source's (dhir-cast-checks), before the cast.
+    np.save(tmp_path / "a.npy", np.arange(9.0 if op == "expand_shape" else 6.0))
     done = _run_exe(exe, tmp_path, str(tmp_path / "a.npy"), "index=3")
     assert done.returncode == 1 and said in done.stderr, done.stderr
     if op == "expand_shape":  # agreeing sizes still run
+        np.save(tmp_path / "a.npy", np.arange(6.0))
         fits = _run_exe(exe, tmp_path, str(tmp_path / "a.npy"), "index=2")
         assert fits.returncode == 0, fits.stderr
         result = np.load(tmp_path / "out" / "res0.npy")

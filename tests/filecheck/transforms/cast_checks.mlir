@@ -79,3 +79,22 @@ func.func @view(%b: memref<?xi8>, %s: index, %n: index) -> memref<8x?xf32> {
   %v = memref.view %b[%s][%n] : memref<?xi8> to memref<8x?xf32>
   return %v : memref<8x?xf32>
 }
+
+// A host expand_shape with a run-time size checks that its sizes are 0 or more and
+// multiply to the source's dimension (in 128 bits, the product held at most 2^64); one
+// of static sizes gets none.
+// CHECK-LABEL: func.func @split
+// CHECK:      arith.cmpi sge
+// CHECK:      arith.muli %{{.*}}, %{{.*}} : i128
+// CHECK:      arith.minsi
+// CHECK:      arith.cmpi eq, %{{.*}}, %{{.*}} : i128
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ expand_shape's sizes do not multiply to dimension 0 of its source\0ALocation: loc(\22{{.*}}cast_checks.mlir\22:[[# @LINE + 5]]:8)"
+// CHECK-NEXT: %e = memref.expand_shape
+// CHECK-NOT:  cf.assert
+// CHECK:      %f = memref.expand_shape
+func.func @split(%a: memref<?xf32>, %n: index) -> memref<?x4xf32> {
+  %e = memref.expand_shape %a [[0, 1]] output_shape [%n, 4] : memref<?xf32> into memref<?x4xf32>
+  %s = memref.alloc() : memref<8xf32>
+  %f = memref.expand_shape %s [[0, 1]] output_shape [2, 4] : memref<8xf32> into memref<2x4xf32>
+  return %e : memref<?x4xf32>
+}
