@@ -13,10 +13,12 @@ DHIR_HYPOTHESIS=heavy runs many more random programs, with a fresh seed each tim
 
 import random
 import shutil
+from contextlib import nullcontext
+from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import event, given, note
+from hypothesis import event, example, given, note
 from hypothesis import strategies as st
 from profiles import profile
 from typed_programs import program
@@ -42,16 +44,20 @@ def _same(got: list[np.ndarray], want: list[np.ndarray]) -> None:
         assert g.tobytes() == w.tobytes(), f"argument {k}: native\n{g}\ninterpreter\n{w}"
 
 
-def check(seed: int, ranks: int, placement: str, alias: bool) -> None:
+def check(seed: int, ranks: int, placement: str, alias: bool, small: bool = False) -> None:
+    """`small`: partitioned storage counted in pages of 4 bytes, so that a rank's rows
+    stay apart however few (as rows of 4 KiB and more do)."""
     case = program(random.Random(seed), ranks, alias)
     text = case.text(ranks)
-    note(f"seed {seed}, {ranks} ranks, {placement}, alias {alias}:\n{text}")
+    note(f"seed {seed}, {ranks} ranks, {placement}, alias {alias}, small {small}:\n{text}")
     want = dhir.run(text, *case.inputs(), backend="interp")
+    pages = mock.patch("dhir.analysis.partition.PAGE_BYTES", 4) if small else nullcontext()
     try:
-        got = dhir.run(
-            text, *case.inputs(), backend="native", ranks=ranks, mpi="mpich",
-            placement=placement, timeout=TIMEOUT,
-        )  # fmt: skip
+        with pages:
+            got = dhir.run(
+                text, *case.inputs(), backend="native", ranks=ranks, mpi="mpich",
+                placement=placement, timeout=TIMEOUT,
+            )  # fmt: skip
     except DhirError as error:
         assert alias and ALIASED in str(error), str(error)
         event("refused: aliased operands")
@@ -60,14 +66,18 @@ def check(seed: int, ranks: int, placement: str, alias: bool) -> None:
 
 
 @needs_mpi
-@profile(3)
+@profile(2)
+# Writes through subviews taken in tasks, on 2 ranks: fails where dhir's effects do not
+# follow a view to the memref it views (a mutation of dhir.analysis.effects).
+@example(3, 2, "round-robin", False, False)
 @given(
     st.integers(0, 2**32 - 1),
     st.integers(1, 4),
     st.sampled_from(("round-robin", "best")),
     st.booleans(),
+    st.booleans(),
 )
 def test_typed_programs_native_equals_interp(
-    seed: int, ranks: int, placement: str, alias: bool
+    seed: int, ranks: int, placement: str, alias: bool, small: bool
 ) -> None:
-    check(seed, ranks, placement, alias)
+    check(seed, ranks, placement, alias, small)

@@ -41,7 +41,6 @@ DTYPES = {"i32": np.int32, "i64": np.int64, "index": np.int64, "f32": np.float32
           "f64": np.float64}  # fmt: skip
 BITS = {"i32": 32, "i64": 64, "index": 64, "f32": 32, "f64": 64}
 INTEGER_OF = {"f32": "i32", "f64": "i64"}  # a float's bits, for reads by integer tasks
-FUNCTIONS = ("upd", "mix")
 
 
 def is_float(elem: str) -> bool:
@@ -82,6 +81,7 @@ class Task:
     rank: int | None = None
     moving: bool = False  # its subview's offset moves with the time step %t
     extent: int = 0  # of the target's first dimension
+    transposed: bool = False  # a 2-D scf.parallel whose first variable is the column
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,6 @@ class Program:
             else:
                 arrays.append(np.array(values, dtype=DTYPES[elem]))
         return [*arrays, self.steps]
-
-    def pinned(self) -> bool:
-        return any(t.rank is not None for p in self.phases for s in p.schedules for t in s.tasks)
 
     def text(self, ranks: int) -> str:
         args = [
@@ -380,7 +377,8 @@ def _shifted(task: Task, src: Operand, j: int) -> int | None:
     if len(src.shape) != len(task.box) or not task.box or task.shift[0] != 2:
         return None
     c = task.shift[1] - 2 - j
-    for d, (lo, hi, step) in enumerate(task.box):
+    box = task.box[::-1] if task.transposed else task.box
+    for d, (lo, hi, step) in enumerate(box):
         if hi <= lo:
             return None
         last = lo + (hi - lo - 1) // step * step
@@ -425,6 +423,8 @@ def _box_loops(task: Task, parallel: bool) -> tuple[list[str], list[str], list[s
 def _loop_body(ops: list[Operand], task: Task) -> list[str]:
     dst = ops[task.target]
     opening, closing, names = _box_loops(task, task.kind == "par")
+    if task.transposed:  # the loops run over the target's dimensions reversed
+        names = names[::-1]
     inner = _point(names, dst, "%pt") + _reads(ops, task, "%pt", names)
     idx = ", ".join(names)
     if task.kind in ("scatter", "cond") and dst.size() > 0:
@@ -619,7 +619,16 @@ def _views(
         view = Operand(f"%view{k}_{m}", elem, (length,), layout, k)
         define = f"  %view{k}_{m} = memref.subview %b{k}[{offset}] [{length}] [1] : {whole.type()} to {view.type()}"
         return [Operand(view.name, elem, view.shape, layout, k, define, offset)]
-    if len(shape) == 1 and shape[0] >= 2 and choice < 0.45:
+    if len(shape) == 1 and shape[0] >= 2 and choice < 0.35:
+        offset = rng.randint(1, shape[0] - 1)  # one element, as a 0-d view
+        layout = f", strided<[], offset: {offset}>"
+        view = Operand(f"%view{k}_{m}", elem, (), layout, k)
+        define = (
+            f"  %view{k}_{m} = memref.subview %b{k}[{offset}] [1] [1] : "
+            f"{whole.type()} to {view.type()}"
+        )
+        return [Operand(view.name, elem, (), layout, k, define, offset)]
+    if len(shape) == 1 and shape[0] >= 2 and choice < 0.5:
         n = shape[0]
         offset = rng.randint(0, n - 2)
         cols = rng.randint(1, n - offset)
@@ -701,6 +710,10 @@ def _task(rng: random.Random, ops: list[Operand], ranks: int, looped: bool = Fal
     box = _box(rng, dst.shape)
     if kind in ("loop", "scatter", "cond") and dst.shape and rng.random() < 0.5:
         reads = (target, *reads)  # in place, shifted: see _self_shift
+    if kind == "par" and len(dst.shape) == 2 and rng.random() < 0.4:
+        box = _box(rng, dst.shape[::-1])
+        split = rng.choice((None, 2, 3, ranks + 1))
+        return Task(kind, target, reads, box, shift, split=split, transposed=True)
     if kind == "par":
         split = rng.choice((None, 2, 3, ranks + 1))
         return Task(
@@ -767,7 +780,8 @@ def _host(rng: random.Random, forms: tuple[Operand, ...]) -> Schedule:
     ops = [forms[k] for k in chosen]
     task = _task(rng, ops, 1)
     if task.kind in ("par", "mix", "cast"):
-        task = Task("loop", task.target, task.reads, task.box, task.shift)
+        box = task.box[::-1] if task.transposed else task.box
+        task = Task("loop", task.target, task.reads, box, task.shift)
     return Schedule(tuple(chosen), (task,))
 
 
