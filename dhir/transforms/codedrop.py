@@ -298,6 +298,8 @@ def auto_codedrop(module: ModuleOp, entry: str, target: str = "any") -> str | No
     except PassFailedException as error:
         raise DhirError([Diagnostic(str(error.args[0]) if error.args else str(error))]) from None
     where = f"dhir: no dhir.schedule in @{entry}"
+    if not done.nests and entry in reaching_schedules(module):
+        return None  # the schedules of the functions it calls run as written
     if not done.nests:
         return (
             f"{where}, and no loop nest, linalg op or call CodeDrop can wrap; it runs as host code"

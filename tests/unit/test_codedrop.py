@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import dhir
 from dhir.ir.text import parse_string
-from dhir.transforms.codedrop import codedrop
+from dhir.transforms.codedrop import auto_codedrop, codedrop
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 N = 8  # every buffer is memref<8xi32>; loops run over 1..N-2 so that i-1 and i+1 fit
@@ -531,3 +531,31 @@ def test_counted_while_nests_run_as_tasks(tmp_path: Path, name: str) -> None:
     oracle = dhir.run(program, *inputs, backend="interp", codedrop=False)
     for ranks in (1, 2):
         _same(dhir.run(program, *inputs, ranks=ranks, timeout=TIMEOUT), oracle)
+
+
+CALLS_A_SCHEDULE = """
+func.func private @f(%a: memref<4xf64>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {kind = "cpu"}
+    %t = dhir.task %cpu, %a {
+      %c0 = arith.constant 0 : index
+      %x = arith.constant 2.0 : f64
+      memref.store %x, %a[%c0] : memref<4xf64>
+    }
+  }
+  return
+}
+func.func @main(%a: memref<4xf64>) {
+  func.call @f(%a) : (memref<4xf64>) -> ()
+  return
+}
+"""
+
+
+def test_an_entry_calling_a_schedule_is_not_called_host_code() -> None:
+    """`dhir run` said "it runs as host code" of an entry whose only work is a call of a
+    function holding a schedule, which runs as written."""
+    assert auto_codedrop(parse_string(CALLS_A_SCHEDULE), "main") is None
+    plain = CALLS_A_SCHEDULE.replace("func.call @f(%a) : (memref<4xf64>) -> ()\n", "")
+    said = auto_codedrop(parse_string(plain), "main")
+    assert said is not None and "runs as host code" in said
