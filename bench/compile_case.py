@@ -5,8 +5,9 @@ the IR the earlier cases left behind.
     .venv/bin/python bench/compile_case.py TASKS PROGRAM MPI
 
 PROGRAM: `plain` or `literals` (bench/programs.py many_tasks, without or with each task's
-own constants) or `neighbours` (neighbour_tasks, issue 25's program). Prints the stages'
-times as JSON: [[stage, seconds], ...].
+own constants) or `neighbours` (neighbour_tasks, issue 25's program), or `matmuls` or
+`nests` (matmul_tasks: a small linalg.matmul, or its loop nest, in every task). Prints
+the stages' times as JSON: [[stage, seconds], ...].
 """
 
 import json
@@ -29,6 +30,8 @@ def main() -> None:
     tasks, program, mpi = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     if program == "neighbours":
         text = programs.neighbour_tasks(tasks)
+    elif program in ("matmuls", "nests"):
+        text = programs.matmul_tasks(tasks, loops=program == "nests")
     else:
         text = programs.many_tasks(tasks, literals=program == "literals")
     timing = Timing(reported=True)  # `dhir compile` records the build's report

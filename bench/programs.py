@@ -105,6 +105,45 @@ def many_tasks(tasks: int, buffers: int = 8, literals: bool = False) -> str:
     return "\n".join(lines)
 
 
+def matmul_tasks(tasks: int, buffers: int = 8, loops: bool = False) -> str:
+    """`tasks` tasks, each a small matmul of two of `buffers` 16x16 buffers into a third,
+    for the optimizer's share of compile times: a linalg.matmul each, or with `loops` its
+    scf.for nest written out."""
+    t = "memref<16x16xf32>"
+    lines = [
+        "func.func @main(" + ", ".join(f"%b{i}: {t}" for i in range(buffers)) + ") {",
+        "  dhir.schedule " + ", ".join(f"%b{i}" for i in range(buffers)) + " {",
+        '    %cpu = dhir.target {kind = "cpu"}',
+    ]
+    for k in range(tasks):
+        a, b, c = k % buffers, (k + 1) % buffers, (k * 3 + 2) % buffers
+        c = c if c not in (a, b) else (c + 3) % buffers
+        lines.append(f"    %t{k} = dhir.task %cpu, %b{a}, %b{b}, %b{c} {{")
+        if loops:
+            lines += [
+                "      %c0 = arith.constant 0 : index",
+                "      %c1 = arith.constant 1 : index",
+                "      %n = arith.constant 16 : index",
+                "      scf.for %i = %c0 to %n step %c1 {",
+                "        scf.for %j = %c0 to %n step %c1 {",
+                "          scf.for %k = %c0 to %n step %c1 {",
+                f"            %x = memref.load %b{a}[%i, %k] : {t}",
+                f"            %y = memref.load %b{b}[%k, %j] : {t}",
+                f"            %z = memref.load %b{c}[%i, %j] : {t}",
+                "            %p = arith.mulf %x, %y : f32",
+                "            %s = arith.addf %z, %p : f32",
+                f"            memref.store %s, %b{c}[%i, %j] : {t}",
+                "          }",
+                "        }",
+                "      }",
+            ]
+        else:
+            lines.append(f"      linalg.matmul ins(%b{a}, %b{b} : {t}, {t}) outs(%b{c} : {t})")
+        lines.append("    }")
+    lines += ["  }", "  return", "}", ""]
+    return "\n".join(lines)
+
+
 def compute_bound(n: int, inner: int) -> str:
     """One task: an scf.parallel over n elements, each iterating a dependent
     multiply-add `inner` times (compute-bound: no memory traffic in the loop)."""

@@ -66,19 +66,24 @@ def shape_ids(tasks: Sequence[TaskOp]) -> list[int]:
 
 
 def body_shape(
-    task: TaskOp, constants: list[ConstantOp] | None = None, symbols: Symbols | None = None
+    task: TaskOp,
+    constants: list[ConstantOp] | None = None,
+    symbols: Symbols | None = None,
+    *,
+    literals: bool = False,
 ) -> ShapeKey:
     """The key of `task`'s body: equal for two tasks when the effects and the work of
     one, with its memrefs by position, are those of the other. The constants the key
     leaves out are added to `constants`; `symbols` finds callees (shared by tasks of one
-    module that does not change meanwhile)."""
+    module that does not change meanwhile). With `literals`, the key leaves out no
+    constant: equal for two bodies that are one up to the memrefs they list."""
     memrefs = task.memrefs
     refs: dict[SSAValue, object] = {}
     for position in range(len(memrefs) - 1, -1, -1):
         refs[memrefs[position]] = -1 - position  # the first position of a listed value
     parts: list[object] = [tuple(value.type for value in memrefs)]
     found = constants if constants is not None else []
-    _blocks(task.body.blocks, refs, {}, parts, found, symbols or Symbols())
+    _blocks(task.body.blocks, refs, {}, parts, found, symbols or Symbols(), literals)
     return tuple(parts)
 
 
@@ -99,6 +104,7 @@ def _blocks(
     parts: list[object],
     constants: list[ConstantOp],
     symbols: Symbols,
+    literals: bool,
 ) -> None:
     for block in blocks:
         numbers[block] = len(numbers)
@@ -108,7 +114,7 @@ def _blocks(
     for block in blocks:
         parts.append("ops")
         for op in block.ops:
-            _op(op, refs, numbers, parts, constants, symbols)
+            _op(op, refs, numbers, parts, constants, symbols, literals)
 
 
 def _op(
@@ -118,6 +124,7 @@ def _op(
     parts: list[object],
     constants: list[ConstantOp],
     symbols: Symbols,
+    literals: bool,
 ) -> None:
     # Called for every op of every task by dhir-place: each xDSL property read once.
     cls = type(op)
@@ -127,12 +134,13 @@ def _op(
     properties = op.properties
     attributes = op.attributes
     shown: object = tuple(properties.items()) if properties else ()
-    if cls is ConstantOp and _subscript_only(op):  # pyright: ignore[reportArgumentType]
-        shown = "subscript"  # its value left out; its type is its result's
-        if op.results[0].first_use is not None:  # an unused one stands for nothing
-            constants.append(op)  # pyright: ignore[reportArgumentType]
-    elif cls is ConstantOp and isinstance(properties.get("value"), FloatAttr):
-        shown = "float"  # its value read by no analysis; its type is its result's
+    if cls is ConstantOp and not literals:
+        if _subscript_only(op):  # pyright: ignore[reportArgumentType]
+            shown = "subscript"  # its value left out; its type is its result's
+            if op.results[0].first_use is not None:  # an unused one stands for nothing
+                constants.append(op)  # pyright: ignore[reportArgumentType]
+        elif isinstance(properties.get("value"), FloatAttr):
+            shown = "float"  # its value read by no analysis; its type is its result's
     parts.append(
         (
             cls,
@@ -148,7 +156,7 @@ def _op(
         refs[result] = len(refs)
     for region in regions:
         parts.append(("region", len(region.blocks)))
-        _blocks(region.blocks, refs, numbers, parts, constants, symbols)
+        _blocks(region.blocks, refs, numbers, parts, constants, symbols, literals)
 
 
 def _subscript_only(op: ConstantOp) -> bool:

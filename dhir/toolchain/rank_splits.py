@@ -17,7 +17,7 @@ from dhir.ir.walk import holds_op
 from dhir.toolchain.build import Timing
 from dhir.toolchain.cpu import cpu_facts, cpu_for
 from dhir.toolchain.tools import find_llvm_tools
-from dhir.transforms.blocked_nests import mark_blocked
+from dhir.transforms.blocked_nests import dry_run
 from dhir.transforms.optimize_bodies import Decision, linalg_left
 from dhir.transforms.split_devices import SplitDevicesPass
 from dhir.transforms.split_tasks import SplitPlan, SplitTasksPass
@@ -55,12 +55,13 @@ class RankSplits:
     ) -> list[Decision]:
         """dhir-time-tiles (when `tiles`: not with --no-optimize, which also leaves out
         dhir-optimize-bodies), then dhir-split, after `devices`; what dhir-time-tiles did
-        with each time loop. In between, whether the module runs on threads is decided
-        and kept on it (dhir.analysis.threads), for dhir-split, dhir-place and the build;
-        `safe`: `openmp_safe`'s answer, when known already. Then, with `tiles`, the nests
-        dhir-optimize-bodies will block (for `vector_bits`-wide vectors: the build's
-        CPU's; by default this machine's) are marked for the cost model, before dhir-split
-        (dhir.transforms.blocked_nests)."""
+        with each time loop. In between, with `tiles`, one dry run of dhir-optimize-bodies
+        (dhir.transforms.blocked_nests) marks the nests it will block (for
+        `vector_bits`-wide vectors: the build's CPU's; by default this machine's) for the
+        cost model, before dhir-split, and says whether linalg ops are left; then whether
+        the module runs on threads is decided and kept on it (dhir.analysis.threads), for
+        dhir-split, dhir-place and the build; `safe`: `openmp_safe`'s answer, when known
+        already."""
         assert self._devices_asked, "dhir-split-devices runs before dhir-split"
         safe = openmp_safe(module) if safe is None else safe
         loops = safe and has_parallel_loops(module)
@@ -69,13 +70,14 @@ class RankSplits:
             with self.timing.stage("dhir time tiles"):
                 tiled = time_tiles(module, ranks=self.ranks)
         # The optimizer runs where the time tiles do (not with --no-optimize).
-        left = partial(linalg_left if tiles else _holds_linalg, module)
-        decide_threads(module, safe, loops, left)
+        left = partial(_holds_linalg, module)
         if tiles:
             # Before dhir-split, whose pieces keep the marks: once per task, not per piece.
             bits = vector_bits if vector_bits is not None else native_vector_bits()
             with self.timing.stage("dhir optimizer (dry run)"):
-                mark_blocked(module, bits)
+                found = dry_run(module, bits).linalg_left
+            left = partial(linalg_left, module) if found is None else partial(_same, found)
+        decide_threads(module, safe, loops, left)
         with self.timing.stage("dhir passes"), diagnosed():
             SplitTasksPass(self.ranks).split(module, self.plan)
         return tiled
@@ -92,3 +94,7 @@ def native_vector_bits() -> int:
 
 def _holds_linalg(module: ModuleOp) -> bool:
     return holds_op(module, _Linalg)
+
+
+def _same(answer: bool) -> bool:
+    return answer

@@ -193,11 +193,15 @@ class OptimizeBodiesPass(ModulePass):
         optimize_bodies(op, self.vector_bits)
 
 
-def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
+def optimize_bodies(
+    module: ModuleOp, vector_bits: int, bodies: Sequence["_Body"] | None = None
+) -> list[Decision]:
     """Optimize every CPU task's contraction nests in place, and a shard program's
-    device part's (an SPMD entry: each rank runs all of it); what was done and left."""
+    device part's (an SPMD entry: each rank runs all of it); what was done and left.
+    `bodies`: those only (copies of some, for a dry run: dhir.transforms.blocked_nests),
+    with the functions the rewrites call declared in `module`."""
     decisions: list[Decision] = []
-    todo = _todo(module)
+    todo = _todo(module) if bodies is None else _todo_of(bodies)
     # The rewritten bodies touch the same elements, but their index arithmetic (blocks,
     # leftovers, affine maps made arith) is bounded less tightly: the lowering gets the
     # facts found now, found together, once per body shape.
@@ -240,15 +244,21 @@ def optimize_bodies(module: ModuleOp, vector_bits: int) -> list[Decision]:
     return decisions
 
 
-def finds_work(module: ModuleOp) -> bool:
-    """Whether `optimize_bodies` has anything to look at in `module`: a dry run need not
-    copy a module where it has not (a copy of 10,000 tasks costs a second)."""
-    return bool(_todo(module))
+def bodies_with_work(module: ModuleOp) -> list["_Body"]:
+    """The CPU bodies of `module` that `optimize_bodies` has something to look at in (in
+    its order): a dry run copies these only (a copy of 10,000 tasks costs a second)."""
+    return [task for task, *_ in _todo(module)]
 
 
 def _todo(module: ModuleOp) -> list[tuple[_Body, list[Contraction], bool, list[_Affine], bool]]:
+    return _todo_of(list(_bodies(module)))
+
+
+def _todo_of(
+    bodies: Sequence["_Body"],
+) -> list[tuple[_Body, list[Contraction], bool, list[_Affine], bool]]:
     """The CPU bodies with something for the optimizer, with what `_interesting` found."""
-    found = [(task, *_interesting(task)) for task in _bodies(module)]
+    found = [(task, *_interesting(task)) for task in bodies]
     return [
         (task, matmuls, nests, affines, whiles)
         for task, matmuls, nests, affines, whiles in found
@@ -264,6 +274,8 @@ def linalg_left(module: ModuleOp) -> bool:
     which does not depend on the vector width."""
     if not holds_op(module, linalg.LinalgStructuredOperation):
         return False
+    if not any(matmuls for _, matmuls, *_ in _todo(module)):
+        return True  # no copy: nothing would be rewritten
     copy = module.clone()
     todo = [
         (task, _interesting(task)[0])

@@ -7,16 +7,22 @@ from dataclasses import replace
 
 import pytest
 from devices import rank_device
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from dhir.analysis.counts import BLOCKED_ATTR
+from dhir.analysis.threads import runs_on_threads
 from dhir.analysis.work import task_work
 from dhir.api import parse_string
 from dhir.ir.tasks import task_ids
 from dhir.machine.description import CPU_LOOP_SHARE, Device, with_core_guesses
 from dhir.machine.roofline import BLOCKED_EFFICIENCY, FP_LATENCY_S, roofline_time
 from dhir.targets import DeviceKind
+from dhir.toolchain import rank_splits
 from dhir.toolchain.rank_splits import RankSplits
-from dhir.transforms.blocked_nests import forget_blocked, mark_blocked
+from dhir.transforms import blocked_nests
+from dhir.transforms.blocked_nests import dry_run, forget_blocked, mark_blocked
+from dhir.transforms.optimize_bodies import Decision
 
 # One core of a CPU whose caches are far slower than its arithmetic: a nest timed by its
 # loads, not its flops, shows it.
@@ -258,3 +264,67 @@ def test_a_recurrence_through_the_last_element_is_a_chain(back: int, chain: floa
     n = 10_004
     (task,) = task_ids(parse_string(shifted(n, back)))
     assert task_work(task).chain == pytest.approx(chain * (n - 4))
+
+
+def matmuls(tasks: int, kinds: int = 1) -> str:
+    """`tasks` tasks, each a linalg.matmul of 16x16 f32 buffers; task k of `kinds` bodies
+    (the k % kinds-th adds another matmul)."""
+    t = "memref<16x16xf32>"
+    lines = []
+    for k in range(tasks):
+        extra = f"\n      linalg.matmul ins(%b, %a : {t}, {t}) outs(%c : {t})" * (k % kinds)
+        lines.append(
+            f"""    %t{k} = dhir.task %cpu, %a, %b, %c {{
+      linalg.matmul ins(%a, %b : {t}, {t}) outs(%c : {t}){extra}
+    }}"""
+        )
+    body = "\n".join(lines)
+    return f"""func.func @main(%a: {t}, %b: {t}, %c: {t}) {{
+  dhir.schedule %a, %b, %c {{
+    %cpu = dhir.target {{kind = "cpu"}}
+{body}
+  }}
+  return
+}}
+"""
+
+
+def test_the_dry_run_optimizes_one_copy_per_body_and_marks_every_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    module = parse_string(matmuls(6, kinds=2))
+    copied: list[int] = []
+    real = blocked_nests.optimize_bodies
+
+    def counting(scratch: ModuleOp, bits: int, bodies: list[Operation]) -> list[Decision]:
+        copied.append(len(bodies))
+        return real(scratch, bits, bodies)
+
+    monkeypatch.setattr(blocked_nests, "optimize_bodies", counting)
+    monkeypatch.setattr(ModuleOp, "clone", None)  # no copy of the whole module
+    found = dry_run(module, 256)
+    assert copied == [2]  # two bodies among six tasks
+    assert found.marked == 9  # every matmul of every task
+    assert found.linalg_left is False  # all of them are loops now
+
+
+def test_the_dry_run_leaves_the_module_as_it_was_but_for_the_marks() -> None:
+    module = parse_string(matmuls(3, kinds=2))
+    before = str(module)
+    args = module.body.block.first_op.body.blocks[0].args  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess]
+    uses = [len(list(arg.uses)) for arg in args]
+    assert dry_run(module, 256).marked == 4
+    assert [len(list(arg.uses)) for arg in args] == uses
+    forget_blocked(module)
+    assert str(module) == before
+
+
+def test_the_threads_decision_takes_the_dry_runs_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing but linalg ops makes the module threaded: whether one is left is asked of
+    # the one dry run, not of a second copy.
+    monkeypatch.setattr(rank_splits, "linalg_left", None)
+    module = parse_string(matmuls(2))
+    splits = RankSplits(1)
+    splits.devices(module)
+    splits.tasks(module, vector_bits=256)
+    assert not runs_on_threads(module)
