@@ -23,18 +23,17 @@ would make. Device code is left alone: it cannot print.
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.arg_origins import ArgOrigins, note
-from dhir.analysis.lift import Lifted
 from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, memref
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_access
-from dhir.transforms.building import declare
+from dhir.transforms.building import declare, int_constant
 from dhir.transforms.vector_checks import OUT_OF_BOUNDS as OUT_OF_BOUNDS_WORDS
 from dhir.transforms.vector_checks import CheckBuilder, report_unless, run_unless
 
@@ -74,18 +73,25 @@ class BoundsChecksPass(ModulePass):
 
 def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
     """The dimensions along which `op`, a scalar access, is not proven in bounds."""
-    memory, lifted = _subscripts(op, proof)
-    return [d for d, index in enumerate(lifted) if not proof.proven(memory, d, index)]
-
-
-def _subscripts(op: Operation, proof: InBounds) -> tuple[SSAValue, list[Lifted | None]]:
     if isinstance(op, _AFFINE):
-        amap = op.map.data
-        return op.memref, proof.lifter.map_each(amap, list(op.indices))
-    indices = op.indices  # pyright: ignore[reportAttributeAccessIssue]
+        lifted = proof.lifter.map_each(op.map.data, list(op.indices))
+        return [d for d, index in enumerate(lifted) if not proof.proven(op.memref, d, index)]
+    indices: list[SSAValue] = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
     memory = op.memref  # pyright: ignore[reportAttributeAccessIssue]
     assert isinstance(memory, SSAValue)
-    return memory, [proof.lifter.value(v) for v in indices]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    extents = memory.type.get_shape() if isinstance(memory.type, MemRefType) else None
+    undecided: list[int] = []
+    for d, index in enumerate(indices):
+        # A literal subscript of a dimension of known size (generated tasks' accesses,
+        # thousands of them) is decided as the proof would decide it, without lifting.
+        number = int_constant(index) if extents is not None and d < len(extents) else None
+        if number is not None and extents is not None and extents[d] != DYNAMIC_INDEX:
+            inside = 0 <= number < extents[d]
+        else:
+            inside = proof.proven(memory, d, proof.lifter.value(index))
+        if not inside:
+            undecided.append(d)
+    return undecided
 
 
 def _named(origins: ArgOrigins, op: Operation, dims: list[int]) -> str:

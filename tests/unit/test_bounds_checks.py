@@ -555,3 +555,33 @@ func.func @main(%a: memref<8xf64>, %n: index) {{
     (store,) = (op for op in module.walk() if isinstance(op, memref.StoreOp))
     assert undecided_dims(store, proof) == []
     assert len(reads) < 5
+
+
+def test_literal_subscripts_of_known_sizes_are_decided_without_the_proof(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Generated tasks' accesses at literal subscripts (thousands of them) cost no lift and
+    # no bounds; a size the type does not give still goes to the proof.
+    module = parse_module("""
+func.func @main(%a: memref<8x?xf64>) {
+  %x = arith.constant 1.0 : f64
+  %c0 = arith.constant 0 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %m1 = arith.constant -1 : index
+  memref.store %x, %a[%c0, %c0] : memref<8x?xf64>
+  memref.store %x, %a[%c7, %c0] : memref<8x?xf64>
+  memref.store %x, %a[%c8, %c0] : memref<8x?xf64>
+  memref.store %x, %a[%m1, %c0] : memref<8x?xf64>
+  return
+}
+""")
+    asked: list[int] = []
+    proven = InBounds.proven
+    monkeypatch.setattr(
+        InBounds, "proven", lambda self, m, d, i, *r: asked.append(d) or proven(self, m, d, i, *r)
+    )
+    proof = InBounds(module)
+    stores = [op for op in module.walk() if isinstance(op, memref.StoreOp)]
+    assert [undecided_dims(store, proof) for store in stores] == [[1], [1], [0, 1], [0, 1]]
+    assert asked == [1, 1, 1, 1]  # the dynamic dimension only
