@@ -10,7 +10,6 @@ check's message names that argument. Anything else (a size loaded from an array,
 computed, or passed differently by two calls) names none: the note is never a guess.
 """
 
-import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,9 +31,6 @@ from dhir.dialects import arith, func, memref
 # How many views, casts and calls a size is followed through: a recursive function's
 # arguments would lead round forever.
 _MOST_STEPS = 32
-# How a note ends a check's message ("... (the size of @main's argument %a, dimension 0)"),
-# for dhir.toolchain.failure, which puts the numbers the check found before it.
-NOTE = re.compile(r"(.*?)( \([^()]*@[^()]*'s argument [^()]*\))", re.DOTALL)
 
 
 @dataclass(frozen=True)

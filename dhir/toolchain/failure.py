@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dhir.analysis.arg_origins import NOTE
 from dhir.ir.diagnostics import SourceLoc
 
 # The header dhir_rt.c writes: magic, then int64 rank, pid, phase, task, call, peer.
@@ -39,6 +38,10 @@ _OPENMPI_REPORT = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exite
 _LOST_PEER = re.compile(r"Socket closed|Connection reset by peer|connection closed", re.I)
 # OpenMPI's report of a rank that aborted (its own MPI error handler, e.g. a socket closed).
 _OPENMPI_ABORT = re.compile(r"due to process rank (\d+) with PID \d+ on node \S+ calling")
+# How a note of dhir.analysis.arg_origins ends a check's message ("... (the size of
+# @main's argument %a, dimension 0)"): the numbers the check found go before it. Here,
+# not there, so that the cached path's failures read without loading xDSL.
+_NOTE = re.compile(r"(.*?)( \([^()]*@[^()]*'s argument [^()]*\))", re.DOTALL)
 # What a failed check of --runtime-checks prints (MLIR's cf.assert, verbose-level=0; see
 # dhir.toolchain.build.RUNTIME_CHECKS): what is wrong, then the checked op's location.
 _FAILED_CHECK = re.compile(
@@ -97,7 +100,7 @@ def _words(message: str) -> tuple[str, str]:
     """A check's message as its words and the note that ends it, naming the entry's
     argument a size is (dhir.analysis.arg_origins; empty where it has none): the numbers
     the check found go between them."""
-    found = NOTE.fullmatch(message)
+    found = _NOTE.fullmatch(message)
     return (message, "") if found is None else (found.group(1), found.group(2))
 
 
