@@ -43,6 +43,7 @@ from dhir.toolchain.signature import DYNAMIC, INPUT, EntrySignature, clear_outpu
 from dhir.toolchain.tensors import bufferize, specialise
 from dhir.toolchain.values import check_given_count, check_inputs, save_outputs, with_results
 from dhir.transforms.codedrop import auto_codedrop
+from dhir.transforms.split_tasks import check_splits
 
 BACKENDS = ("native", "interp")
 DEFAULT_BACKEND = "native"
@@ -366,6 +367,8 @@ def run_module(
     options = options if options is not None else RunOptions()
     with (timing if timing is not None else Timing()).stage("checks"):
         bounds: EntryBounds | None = check_runnable(module, entry)
+        if backend == "interp":  # the native build refuses them in dhir-split
+            check_splits(module)
     tensors = on_tensors(module, entry)
     if tensors:  # arguments of dynamic shape take their inputs'
         # First: a wrong count, shape or dtype is said with the types as written, not as

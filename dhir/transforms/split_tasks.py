@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
-from typing import cast
+from typing import TypeGuard, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -89,9 +89,17 @@ from dhir.choices import MAX_RANKS
 from dhir.dialects import affine, arith, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.linalg import IndexOp, IteratorTypeAttr, LinalgStructuredOperation
-from dhir.ir.diagnostics import REPORT_ENV, Diagnostic, loc_of, report_everything, warn
+from dhir.ir.diagnostics import (
+    REPORT_ENV,
+    Diagnostic,
+    error_at,
+    loc_of,
+    report_everything,
+    warn,
+)
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import PIECE_ATTR, RANK_ATTR, is_gpu_task, task_ids
+from dhir.ir.walk import find_ops
 from dhir.machine.description import Device
 from dhir.machine.roofline import rates
 from dhir.placement.from_ir import can_run, concurrency, has_machine, machine_for
@@ -109,6 +117,7 @@ from dhir.transforms.split_reductions import (
 )
 
 SPLIT_ATTR = "dhir.split"
+SPLIT_RANGE = f"{SPLIT_ATTR} must be an integer from 1 to {MAX_RANKS} (1 keeps the task whole)"
 
 # A piece's bounds: constants, or (lower, upper) values with the fraction of the way
 # from lower to upper where the piece starts and ends.
@@ -303,6 +312,22 @@ def _devices(module: ModuleOp, ranks: int) -> list[Device] | None:
     return devices
 
 
+def check_splits(module: ModuleOp) -> None:
+    """Refuse, at the task, a `dhir.split` dhir-split refuses, for the interpreter, which
+    runs no dhir-split. (A `dhir.rank` it may ignore: where a task runs does not change
+    what the program computes, and the interpreter is the oracle of runs on any ranks.)"""
+    for task in find_ops(module, TaskOp):
+        forced = task.attributes.get(SPLIT_ATTR)
+        if forced is not None and not _split_allowed(forced):
+            raise error_at(task, SPLIT_RANGE)
+
+
+def _split_allowed(forced: Attribute) -> TypeGuard[IntegerAttr[IntegerType | IndexType]]:
+    # At most as many pieces as ranks may be: 2**63 - 1 made a list of that many
+    # weights (a MemoryError, an internal error), and millions ran for minutes.
+    return isinstance(forced, IntegerAttr) and 1 <= forced.value.data <= MAX_RANKS
+
+
 def _weights(
     task: TaskOp, count: int, devices: Sequence[Device] | None, threads: bool
 ) -> list[int] | Whole | None:
@@ -315,13 +340,8 @@ def _weights(
         return Whole("it is a GPU task (dhir-split cuts CPU tasks)")
     forced = task.attributes.get(SPLIT_ATTR)
     if forced is not None:
-        # At most as many pieces as ranks may be: 2**63 - 1 made a list of that many
-        # weights (a MemoryError, an internal error), and millions ran for minutes.
-        if not isinstance(forced, IntegerAttr) or not 1 <= forced.value.data <= MAX_RANKS:
-            raise PassFailedAt(
-                task,
-                f"{SPLIT_ATTR} must be an integer from 1 to {MAX_RANKS} (1 keeps the task whole)",
-            )
+        if not _split_allowed(forced):
+            raise PassFailedAt(task, SPLIT_RANGE)
         if forced.value.data == 1:
             return Whole(f"{SPLIT_ATTR} = 1 on it")
         return [1] * forced.value.data

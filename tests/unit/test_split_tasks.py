@@ -24,6 +24,7 @@ from dhir.analysis.regions import task_regions
 from dhir.api import run_pipeline
 from dhir.cli.main import main
 from dhir.dialects.dhir import TaskOp
+from dhir.ir.diagnostics import DhirError
 from dhir.ir.tasks import task_ids
 from dhir.ir.text import print_module
 from dhir.machine.description import (
@@ -395,6 +396,21 @@ def test_a_split_outside_one_to_max_ranks_is_a_located_error(
     err = capsys.readouterr().err
     assert f"{program}:6:11:" in err and "dhir.split must be an integer from 1 to 65536" in err
     assert "Traceback" not in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("count", ["0", "65537"])
+def test_the_interpreter_refuses_a_split_the_build_refuses(tmp_path: Path, count: str) -> None:
+    """`--backend interp` ran a task with `dhir.split = 0` and exited 0, where the native
+    build stops at the task."""
+    program = tmp_path / "bad.mlir"
+    forced = f"dhir.task %cpu, %a, %b attributes {{dhir.split = {count}}} {{"
+    program.write_text(_row_halves(1).replace("dhir.task %cpu, %a, %b {", forced))
+    inputs = [np.zeros((8, 4), np.int32), np.zeros((8, 4), np.int32)]
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, *inputs, backend="interp", ranks=2)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc is not None and (diagnostic.loc.line, diagnostic.loc.col) == (6, 11)
+    assert "dhir.split must be an integer from 1 to 65536" in diagnostic.message
 
 
 _KEEP = """
