@@ -16,7 +16,6 @@ from xdsl.dialects.builtin import (
     VectorType,
 )
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
-from xdsl.ir.affine import AffineMap
 
 from dhir.analysis.lift import (
     Affine,
@@ -54,11 +53,10 @@ BLOCKED_ATTR = "dhir.blocked"
 # --- constants and trip counts ------------------------------------------------------
 
 
-def constant_int(value: SSAValue, means: Mapping[SSAValue, int] | None = None) -> int | None:
+def constant_int(value: SSAValue) -> int | None:
     """The integer `value` always holds, as dhir.analysis.lift reads it (a narrow integer
-    signed); with `means` (the mean value of enclosing loops' variables), its mean value
-    when those fix it."""
-    return Lifter().constant(value, means)
+    signed)."""
+    return Lifter().constant(value)
 
 
 def trip_count(lower: int | None, upper: int | None, step: int | None) -> int:
@@ -68,79 +66,10 @@ def trip_count(lower: int | None, upper: int | None, step: int | None) -> int:
     return max(0, -(-(upper - lower) // step))
 
 
-def loop_trips(bounds: Sequence[SSAValue], iv: SSAValue, means: dict[SSAValue, int]) -> int:
-    """Iterations of an `scf` loop over `iv` (on average, when its bounds depend on the
-    variables of enclosing loops, whose mean values `means` holds); records `iv`'s mean
-    value in `means` when its bounds are known."""
-    first, last, stride = (constant_int(v, means=means) for v in bounds[:3])
-    trips = trip_count(first, last, stride)
-    if first is not None and stride is not None and last is not None:
-        means[iv] = first + stride * max(0, trips - 1) // 2
-    return trips
-
-
 def extent(value: SSAValue) -> int:
     """The constant `value` holds when known and not negative, else the default guess."""
     known = constant_int(value)
     return DEFAULT_TRIP_COUNT if known is None or known < 0 else known
-
-
-def affine_trips(
-    op: affine.ForOp | affine.ParallelOp, means: dict[SSAValue, int] | None = None
-) -> list[int]:
-    """Iterations of each variable of an affine loop (as `loop_trips`)."""
-    means = {} if means is None else means
-    if isinstance(op, affine.ForOp):
-        lower = _bound(op.lowerBoundMap.data, op.lowerBoundOperands, max, means)
-        upper = _bound(op.upperBoundMap.data, op.upperBoundOperands, min, means)
-        lowers, uppers, steps = [lower], [upper], [op.step.value.data]
-    else:
-        lower_map, upper_map = op.lowerBoundsMap.data, op.upperBoundsMap.data
-        split = lower_map.num_dims + lower_map.num_symbols
-        lowers = _grouped(lower_map, op.map_operands[:split], op.lowerBoundsGroups, max, means)
-        uppers = _grouped(upper_map, op.map_operands[split:], op.upperBoundsGroups, min, means)
-        steps = [s.value.data for s in op.steps.data]
-    trips = [trip_count(lo, up, st) for lo, up, st in zip(lowers, uppers, steps)]
-    for iv, lo, up, st, n in zip(op.body.block.args, lowers, uppers, steps, trips):
-        if lo is not None and up is not None:
-            means[iv] = lo + st * max(0, n - 1) // 2
-    return trips
-
-
-def _evaluated(
-    bounds: AffineMap, operands: Sequence[SSAValue], means: Mapping[SSAValue, int]
-) -> tuple[int, ...] | None:
-    results = Lifter().map(bounds, operands)
-    values = [number(r, means) for r in results or []]
-    known = [v for v in values if v is not None]
-    return tuple(known) if results is not None and len(known) == len(values) else None
-
-
-def _bound(
-    bounds: AffineMap,
-    operands: Sequence[SSAValue],
-    pick: Callable[[Iterable[int]], int],
-    means: Mapping[SSAValue, int],
-) -> int | None:
-    results = _evaluated(bounds, operands, means)
-    return pick(results) if results else None
-
-
-def _grouped(
-    bounds: AffineMap,
-    operands: Sequence[SSAValue],
-    groups: Attribute,
-    pick: Callable[[Iterable[int]], int],
-    means: Mapping[SSAValue, int],
-) -> list[int | None]:
-    sizes = [int(n) for n in groups.get_values()]  # type: ignore[attr-defined]
-    results = _evaluated(bounds, operands, means)
-    picked: list[int | None] = []
-    start = 0
-    for size in sizes:
-        picked.append(pick(results[start : start + size]) if results else None)
-        start += size
-    return picked
 
 
 # --- trips of a loop whose bounds depend on enclosing loops ----------------------------
