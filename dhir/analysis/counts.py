@@ -18,19 +18,19 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 
 from dhir.analysis.lift import (
+    DIVISIONS,
     Affine,
     Extreme,
     Leaf,
     Lifted,
     Lifter,
-    divided,
+    divided_by_constant,
     isl_text,
     leaves_of,
     number,
 )
-from dhir.dialects import affine, arith, scf
+from dhir.dialects import affine, scf
 from dhir.dialects.affine import parallel_bounds
-from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.ir import layout
 
 # The guess for a loop whose trip count is not a constant (and for a dynamic extent):
@@ -74,9 +74,6 @@ def extent(value: SSAValue) -> int:
 
 # --- trips of a loop whose bounds depend on enclosing loops ----------------------------
 
-_SIGNED_ROUNDING = (arith.FloorDivSIOp, arith.CeilDivSIOp)
-_DIVISIONS = (*_SIGNED_ROUNDING, arith.DivSIOp, arith.DivUIOp, arith.CeilDivUIOp)
-
 
 class _Divisions:
     """Reads (as the lifter's Reader) an index value divided by a positive constant: a
@@ -87,22 +84,17 @@ class _Divisions:
         self.lifter = Lifter(reader=self)
 
     def inputs(self, op: Operation) -> Sequence[SSAValue]:
-        return op.operands[:2] if isinstance(op, _DIVISIONS) else ()
+        return op.operands[:2] if isinstance(op, DIVISIONS) else ()
 
     def read(self, value: OpResult) -> Lifted | None:
         op = value.op
-        if not isinstance(op, _DIVISIONS) or scalar_int_width(value.type) != INDEX_WIDTH:
+        if not isinstance(op, DIVISIONS):
             return None
-        divisor = self.lifter.constant(op.operands[1])
-        dividend = self.lifter.value(op.operands[0])
-        if divisor is None or divisor <= 0 or dividend is None:
-            return None
-        if not isinstance(op, _SIGNED_ROUNDING):
-            least = self.lifter.interval(dividend.low)
-            if least is None or least[0] < 0:
-                return None
-        ceil = isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp)
-        return Lifted(divided(dividend.low, divisor, ceil), divided(dividend.high, divisor, ceil))
+        return divided_by_constant(self.lifter, op, self._not_negative)
+
+    def _not_negative(self, dividend: Lifted) -> bool:
+        least = self.lifter.interval(dividend.low)
+        return least is not None and least[0] >= 0
 
 
 @dataclass(frozen=True)

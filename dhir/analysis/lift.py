@@ -905,3 +905,31 @@ def _inputs(value: SSAValue) -> Sequence[SSAValue]:
     if isinstance(op, arith.SelectOp):
         return op.operands[1:3]
     return op.operands if follows(op) else ()
+
+
+# Index divisions by a positive constant that `divided_by_constant` reads; the signed
+# floor and ceiling divisions are exact whatever the dividend's sign.
+SIGNED_ROUNDING = (arith.FloorDivSIOp, arith.CeilDivSIOp)
+DIVISIONS = (*SIGNED_ROUNDING, arith.DivSIOp, arith.DivUIOp, arith.CeilDivUIOp)
+REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
+
+
+def divided_by_constant(
+    lifter: Lifter, op: Operation, not_negative: Callable[[Lifted], bool]
+) -> Lifted | None:
+    """What `op`, one of DIVISIONS or REMAINDERS on index values, is where its divisor is
+    a positive constant: the others than SIGNED_ROUNDING only where `not_negative` says
+    the dividend is (truncation, an unsigned read of it); a remainder only of an exact
+    dividend. None otherwise."""
+    if scalar_int_width(op.results[0].type) != INDEX_WIDTH:
+        return None
+    divisor = lifter.constant(op.operands[1])
+    dividend = lifter.value(op.operands[0])
+    if divisor is None or divisor <= 0 or dividend is None:
+        return None
+    if not isinstance(op, SIGNED_ROUNDING) and not not_negative(dividend):
+        return None
+    if isinstance(op, REMAINDERS):
+        return Lifted.at(modulo(dividend.low, divisor)) if dividend.exact else None
+    ceil = isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp)
+    return Lifted(divided(dividend.low, divisor, ceil), divided(dividend.high, divisor, ceil))

@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, SymbolRefAttr
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from dhir.analysis.lift import (
+    DIVISIONS,
+    REMAINDERS,
     Affine,
     Atom,
     Div,
@@ -33,16 +35,13 @@ from dhir.analysis.lift import (
     Mod,
     constant,
     divided,
+    divided_by_constant,
     leaf,
-    modulo,
 )
 from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.affine import parallel_bounds
-from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 
-_SIGNED_ROUNDING = (arith.FloorDivSIOp, arith.CeilDivSIOp)
-_REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
-_DIVISIONS = (*_SIGNED_ROUNDING, arith.DivUIOp, arith.DivSIOp, arith.CeilDivUIOp, *_REMAINDERS)
+_DIVISIONS = (*DIVISIONS, *REMAINDERS)
 # arith.cmpi's signed predicates (and eq, ne), by number: whether `left - right` in
 # [least, most] surely makes it true, and whether it surely makes it false.
 _Decide = Callable[[int, int], bool]
@@ -143,22 +142,7 @@ class InBounds:
         return None
 
     def _divide(self, op: Operation) -> Lifted | None:
-        width = scalar_int_width(op.results[0].type)
-        if width != INDEX_WIDTH:
-            return None
-        divisor = self.lifter.constant(op.operands[1])
-        dividend = self.lifter.value(op.operands[0])
-        if divisor is None or divisor <= 0 or dividend is None:
-            return None
-        # Signed floor and ceiling divisions are exact; the others are floors of a dividend
-        # of 0 or more (truncation, an unsigned read of it).
-        if not isinstance(op, _SIGNED_ROUNDING) and not self.not_negative(dividend):
-            return None
-        if isinstance(op, _REMAINDERS):
-            return Lifted.at(modulo(dividend.low, divisor)) if dividend.exact else None
-        ceil = isinstance(op, arith.CeilDivSIOp | arith.CeilDivUIOp)
-        low, high = (divided(e, divisor, ceil) for e in (dividend.low, dividend.high))
-        return Lifted(low, high)
+        return divided_by_constant(self.lifter, op, self.not_negative)
 
     def proven(self, memory: SSAValue, dim: int, index: Lifted | None, lanes: int = 1) -> bool:
         """Whether `index` (and the `lanes` - 1 elements after it) lies in dimension `dim`
