@@ -10,7 +10,6 @@ check's message names that argument. Anything else (a size loaded from an array,
 computed, or passed differently by two calls) names none: the note is never a guess.
 """
 
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,13 +19,13 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    SymbolRefAttr,
 )
 from xdsl.ir import BlockArgument, OpResult, SSAValue
 from xdsl.traits import SymbolTable
 
 from dhir.analysis.counts import constant_int
 from dhir.dialects import arith, func, memref
+from dhir.ir.calls import CallSites, call_sites
 
 # How many views, casts and calls a size is followed through: a recursive function's
 # arguments would lead round forever.
@@ -58,8 +57,7 @@ class ArgOrigins:
     def __init__(self, module: ModuleOp, entry: str) -> None:
         self._module = module
         self._entry = entry
-        self._calls: dict[str, list[func.CallOp]] | None = None
-        self._named: set[str] = set()
+        self._calls: CallSites | None = None
 
     def size(self, memory: SSAValue, dim: int, steps: int = _MOST_STEPS) -> ArgOrigin | None:
         """The argument whose size or value dimension `dim` of `memory` has, if known."""
@@ -128,14 +126,15 @@ class ArgOrigins:
         if not isinstance(function, func.FuncOp) or value.owner is not function.body.blocks[0]:
             return None  # a loop's or a region's argument
         name = function.sym_name.data
-        calls = self._calls_of(name)
+        sites = self._call_sites()
+        calls = sites.of(name)
         if name == self._entry:
-            if calls or name in self._named:
+            if calls or name in sites.named:
                 return None  # called again inside: its arguments are not the run's
             return ArgOrigin(name, value.index, value.name_hint, dim)
         if function.sym_visibility is None or function.sym_visibility.data != "private":
             return None  # called from outside the module, perhaps
-        if not calls or name in self._named:
+        if not calls or name in sites.named:
             return None  # a pointer to it may be called with anything
         found = {
             through(call.arguments[value.index]) if value.index < len(call.arguments) else None
@@ -143,24 +142,15 @@ class ArgOrigins:
         }
         return found.pop() if len(found) == 1 else None
 
-    def _calls_of(self, name: str) -> list[func.CallOp]:
-        """The calls of function `name`; the functions named otherwise go to `_named`.
-        A piece of a large build, without the entry, has no calls to follow."""
+    def _call_sites(self) -> CallSites:
+        """The module's call sites; none in a piece of a large build without the entry,
+        which has no calls to follow."""
         if self._calls is None:
             entry = SymbolTable.lookup_symbol(self._module, self._entry)
-            self._calls = defaultdict(list)
-            if isinstance(entry, func.FuncOp):
-                self._note_symbols(self._calls)
-        return self._calls.get(name, [])
-
-    def _note_symbols(self, calls: dict[str, list[func.CallOp]]) -> None:
-        for op in self._module.walk():
-            if isinstance(op, func.CallOp):
-                calls[op.callee.string_value()].append(op)
-                continue
-            for attr in (*op.properties.values(), *op.attributes.values()):
-                if isinstance(attr, SymbolRefAttr):
-                    self._named.add(attr.root_reference.data)
+            self._calls = (
+                call_sites(self._module) if isinstance(entry, func.FuncOp) else CallSites()
+            )
+        return self._calls
 
 
 def _whole_number(kind: object) -> bool:

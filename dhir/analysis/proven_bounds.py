@@ -19,7 +19,7 @@ is the worst bug).
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, SymbolRefAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from dhir.analysis.lift import (
@@ -40,6 +40,7 @@ from dhir.analysis.lift import (
 )
 from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.affine import parallel_bounds
+from dhir.ir.calls import CallSites, call_sites
 
 _DIVISIONS = (*DIVISIONS, *REMAINDERS)
 # arith.cmpi's signed predicates (and eq, ne), by number: whether `left - right` in
@@ -72,8 +73,7 @@ class InBounds:
     _sizes: dict[tuple[SSAValue, int], str] = field(default_factory=dict[tuple[SSAValue, int], str])
     # The calls of each function, and the functions named otherwise than by a call: found
     # when first needed.
-    _calls: dict[str, list[func.CallOp]] | None = None
-    _named: set[str] = field(default_factory=set[str])
+    _calls: CallSites | None = None
     _following: set[BlockArgument] = field(default_factory=set[BlockArgument])
 
     def __post_init__(self) -> None:
@@ -99,17 +99,9 @@ class InBounds:
             return self._select(op)
         return None
 
-    def _note_symbols(self) -> dict[str, list[func.CallOp]]:
-        """The calls of each function, and the functions named otherwise (`_named`)."""
+    def _call_sites(self) -> CallSites:
         if self._calls is None:
-            self._calls = {}
-            for op in self.module.walk():
-                if isinstance(op, func.CallOp):
-                    self._calls.setdefault(op.callee.string_value(), []).append(op)
-                    continue
-                for attr in (*op.properties.values(), *op.attributes.values()):
-                    if isinstance(attr, SymbolRefAttr):
-                        self._named.add(attr.root_reference.data)
+            self._calls = call_sites(self.module)
         return self._calls
 
     def _select(self, op: arith.SelectOp) -> Lifted | None:
@@ -339,8 +331,9 @@ class InBounds:
         ):
             return []
         name = function.sym_name.data
-        calls = self._note_symbols().get(name, [])
-        if not calls or name in self._named:
+        sites = self._call_sites()
+        calls = sites.of(name)
+        if not calls or name in sites.named:
             return []
         self._following.add(argument)  # a recursive call says nothing more
         try:

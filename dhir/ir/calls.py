@@ -1,11 +1,14 @@
 """Following a module's calls backwards: which functions reach, through calls, one that
-has some property (holds a schedule, uses a mutable global, communicates)."""
+has some property (holds a schedule, uses a mutable global, communicates); and each
+function's call sites, for analyses that follow an argument to what its calls pass."""
 
 from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.ir import Operation
 
 from dhir.dialects import func
 from dhir.ir.walk import find_ops
@@ -47,3 +50,29 @@ def callers_of(module: ModuleOp) -> dict[str, dict[str, None]]:
             for call in find_ops(function, func.CallOp):
                 callers.setdefault(call.callee.string_value(), {})[name] = None
     return callers
+
+
+@dataclass(frozen=True)
+class CallSites:
+    """The `func.call`s of each function by name, and the names of the functions named
+    otherwise than by a call (a pointer to one may be called with anything)."""
+
+    calls: Mapping[str, list[func.CallOp]] = field(default_factory=dict[str, list[func.CallOp]])
+    named: frozenset[str] = frozenset()
+
+    def of(self, name: str) -> list[func.CallOp]:
+        return self.calls.get(name, [])
+
+
+def call_sites(module: Operation) -> CallSites:
+    """`module`'s call sites, in one walk."""
+    calls: dict[str, list[func.CallOp]] = {}
+    named: set[str] = set()
+    for op in module.walk():
+        if isinstance(op, func.CallOp):
+            calls.setdefault(op.callee.string_value(), []).append(op)
+            continue
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, SymbolRefAttr):
+                named.add(attr.root_reference.data)
+    return CallSites(calls, frozenset(named))
