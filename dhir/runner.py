@@ -42,6 +42,7 @@ from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import DYNAMIC, INPUT, EntrySignature, clear_outputs, spare_inputs
 from dhir.toolchain.tensors import bufferize, specialise
 from dhir.toolchain.values import check_given_count, check_inputs, save_outputs, with_results
+from dhir.transforms.annotate_dependences import check_annotations
 from dhir.transforms.codedrop import auto_codedrop
 from dhir.transforms.split_tasks import check_splits
 
@@ -307,13 +308,15 @@ def check_runnable(module: ModuleOp, entry: str) -> EntryBounds:
     function named as dhir's own or MPI's, memrefs of memrefs, parallel loops whose
     iterations overlap, GPU kernels whose threads race,
     copies between overlapping views, addresses passed to C from another task, a machine
-    description that cannot stand, a load or store of `entry` that surely runs out of its
+    description that cannot stand, dhir-annotate-dependences' marks written on a task
+    (which dhir would not read), a load or store of `entry` that surely runs out of its
     memref's bounds.
     `dhir run`, `dhir.run` and `dhir compile` check alike. The accesses of `entry` found
     surely run (`entry_bounds`), which `entry_signature` takes (`bounds`) while the
     module is this one (see `run_module`)."""
     check_description(module)
     ops = find_ops(module, Operation)  # one walk for the checks, which change nothing
+    check_annotations(ops)
     check_function_names(module, ops)
     check_memref_elements(module, ops)
     check_parallel_loops(module, ops)

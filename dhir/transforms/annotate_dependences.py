@@ -3,12 +3,24 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.regions import Regions
-from dhir.dialects.dhir import ScheduleOp
+from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.ir.diagnostics import error_at
+
+# What the pass writes on each task, for reading: dhir orders and places tasks from their
+# bodies and reads none of these back.
+ANNOTATIONS = (
+    "dhir.id",
+    "dhir.reads",
+    "dhir.writes",
+    "dhir.read_regions",
+    "dhir.write_regions",
+    "dhir.after",
+)
 
 
 @dataclass(frozen=True)
@@ -56,3 +68,21 @@ def _strings(texts: Iterable[str]) -> ArrayAttr[StringAttr]:
 
 def _array(values: object) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, sorted(values))  # type: ignore[arg-type]
+
+
+def check_annotations(ops: Iterable[Operation]) -> None:
+    """Refuse, at its task, an annotation of this pass in a program to run: written by
+    hand (`dhir.after = array<i64: 5>`) it looks like an order dhir keeps, and was ignored."""
+    for op in ops:
+        if not isinstance(op, TaskOp):
+            continue
+        for name in ANNOTATIONS:
+            if name in op.attributes:
+                raise error_at(
+                    op,
+                    f"{name} on this task is what dhir-annotate-dependences writes, for "
+                    "reading only: dhir orders tasks by what their bodies read and write "
+                    "(program order wherever two touch the same data) and never reads "
+                    f"{name}. Remove it; to make a task wait for another, let it read "
+                    "what the other writes",
+                )
