@@ -101,12 +101,31 @@ def _source_context(loc: SourceLoc, sources: Mapping[str, str] | None) -> list[s
     return [line, indent + "^"]
 
 
+# The text of the files parsed lately, by name (`remember_source`): an error a pass raises
+# long after parsing quotes its line as the verifier's do. A few only, newest last.
+_PARSED: dict[str, str] = {}
+_PARSED_KEPT = 8
+
+
+def remember_source(name: str, text: str) -> None:
+    """Keep `text`, just parsed as the file `name`, for the errors raised about it later."""
+    _PARSED.pop(name, None)
+    _PARSED[name] = text
+    while len(_PARSED) > _PARSED_KEPT:
+        del _PARSED[next(iter(_PARSED))]
+
+
 class DhirError(Exception):
-    """One or more diagnostics about the user's input."""
+    """One or more diagnostics about the user's input; a line of a file parsed lately
+    (`remember_source`) is quoted under the diagnostic at it, unless `sources` has the file."""
 
     def __init__(self, diagnostics: Iterable[Diagnostic], sources: Mapping[str, str] | None = None):
         self.diagnostics = list(diagnostics)
         self.sources = dict(sources or {})
+        for diagnostic in self.diagnostics:
+            for loc in (diagnostic.loc, *(note.loc for note in diagnostic.notes)):
+                if loc is not None and loc.file not in self.sources and loc.file in _PARSED:
+                    self.sources[loc.file] = _PARSED[loc.file]
         super().__init__(self.render())
 
     def render(self) -> str:

@@ -36,6 +36,7 @@ from dhir.ir.diagnostics import (
     bom_error,
     decode_source,
     read_file,
+    remember_source,
 )
 from dhir.ir.parser import LocatedParser
 from dhir.ir.verifier import verify_module
@@ -63,6 +64,8 @@ def parse_string(
     ctx = ctx or make_context()
     # Diagnostics quote source lines by their line number in the whole file.
     sources = {name: "\n" * line_offset + text}
+    if name != "<string>":  # a name given for the text, not one that any text may share
+        remember_source(name, sources[name])
     parser: LocatedParser | None = None
     try:
         # Inside: the parser reads the first token as it starts, and it may be bad.
