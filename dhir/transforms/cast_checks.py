@@ -15,8 +15,12 @@ is all of its buffer (dhir.analysis.sharing: no call passes it a view; the entry
 the harness passes them, the whole arrays, also where a rank holds only its rows, whose
 descriptor keeps the global sizes and subscripts). The view's lowest and highest
 elements must then lie in it (a view of no element may start anywhere up to its end).
-Casts of other memrefs (an argument some call passes a view, a call's results) are not
-checked, nor device code.
+A cast of another ranked memref (an argument some call passes a view, a call's result, a
+loop's) must lie inside its source view, whose lowest and highest elements lie in the
+buffer: native code read past the buffer there with exit status 0, where the
+interpreter stops at the cast. One that reaches past its view into the rest of the
+buffer, which the interpreter runs, stops too, saying so. Casts of unranked memrefs of
+unknown buffer are not checked, nor device code.
 
 With `undecided` (the default build's mode; MLIR checks them under "all"), a
 `memref.cast` to a static size, offset or stride its source's type leaves dynamic is
@@ -66,6 +70,11 @@ from dhir.transforms.vector_checks import CheckBuilder, report_unless
 
 # What a failed check prints (MLIR's later versions check the cast with these words).
 OUTSIDE_ITS_BUFFER = "result of reinterpret_cast is out-of-bounds of the base memref"
+# A reinterpret_cast whose buffer dhir cannot follow is held to its source view.
+OUTSIDE_ITS_SOURCE = (
+    "result of reinterpret_cast is out-of-bounds of its source view, whose buffer's size "
+    "is not known where it is cast: cast the buffer itself to reach past the view"
+)
 VIEW_OUTSIDE = "result of view is out-of-bounds of the source memref"
 NEGATIVE_SIZE = "reinterpret_cast has a negative size along dimension {dim}"
 SUBVIEW_OUTSIDE = "subview runs out-of-bounds along dimension {dim}"  # MLIR's words
@@ -117,12 +126,19 @@ class CastChecksPass(ModulePass):
         # MLIR checks these under "all"; with none, a view cast to a size or layout it
         # has not was read by the type's, with exit status 0.
         memref_casts = _undecided_casts(op) if self.undecided else []
+        host = [c for c in find_ops(op, memref.ReinterpretCastOp) if not in_device_code(c)]
+        buffers = [(cast, _buffer(cast.source, reach)) for cast in host]
         casts = [
             (cast, buffer)
-            for cast in find_ops(op, memref.ReinterpretCastOp)
-            if not in_device_code(cast)
-            and (buffer := _buffer(cast.source, reach)) is not None
-            and not (self.undecided and _cast_proven(cast, buffer, proof))
+            for cast, buffer in buffers
+            if buffer is not None and not (self.undecided and _cast_proven(cast, buffer, proof))
+        ]
+        # Native code read past such a view's buffer with exit status 0, where the
+        # interpreter stopped at the cast.
+        unknown = [
+            cast
+            for cast, buffer in buffers
+            if buffer is None and isinstance(cast.source.type, MemRefType)
         ]
         # One walk for both: a large build runs this pass on every piece.
         shaped = find_ops(op, (memref.ViewOp, memref.ExpandShapeOp))
@@ -140,6 +156,8 @@ class CastChecksPass(ModulePass):
             _check_cast(cast, claims)
         for cast, buffer in casts:
             _check(cast, buffer)
+        for cast in unknown:
+            _check_in_source(cast)
         for view in views:
             _check_view(view)
         for expand, groups in expands:
@@ -409,25 +427,34 @@ def _identity(value: SSAValue) -> bool:
     return isinstance(kind, MemRefType) and is_identity_layout(kind)
 
 
-def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
-    """In 128 bits, as a subview's: the view's lowest and highest elements lie in the
-    buffer, or it has none and starts at most at the buffer's end; first, that each size
-    given at run time is 0 or more, as a memref's sizes are (a negative one is no view of
-    nothing that may start anywhere: the interpreter stops at it)."""
+def _check_sizes(cast: memref.ReinterpretCastOp) -> None:
+    """At `cast`: each size given at run time is 0 or more, as a memref's sizes are (a
+    negative one is no view of nothing that may start anywhere: the interpreter stops
+    at it)."""
     dynamic = iter(cast.sizes)
     for dim, static in enumerate(cast.static_sizes.get_values()):
         if static == DYNAMIC_INDEX:
             sized = CheckBuilder(cast, NEGATIVE_SIZE.format(dim=dim))
             sized.assert_(sized.cmp(next(dynamic), sized.index(0), "sge"))
-    check = CheckBuilder(cast, OUTSIDE_ITS_BUFFER)
-    kind = buffer.type
-    assert isinstance(kind, MemRefType)
-    total = _wide_number(check, 1)
-    for dim in range(kind.get_num_dims()):
-        total = check.add(arith.MuliOp(total, _wide(check, check.size(buffer, dim))))
-    (offset,) = _values(check, cast.static_offsets.get_values(), cast.offsets)
-    sizes = _values(check, cast.static_sizes.get_values(), cast.sizes)
-    strides = _values(check, cast.static_strides.get_values(), cast.strides)
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """A view's offset, its lowest and highest elements, and whether it has none: 128-bit
+    values of a check (with its 0)."""
+
+    offset: SSAValue
+    low: SSAValue
+    high: SSAValue
+    empty: SSAValue
+    zero: SSAValue
+
+
+def _reach(
+    check: CheckBuilder, offset: SSAValue, sizes: Sequence[SSAValue], strides: Sequence[SSAValue]
+) -> _Reach:
+    """The elements a view of `offset`, `sizes` and `strides` (indices) reaches, counted
+    from its buffer's start, in 128 bits."""
     offset = _wide(check, offset)
     zero, one = _wide_number(check, 0), _wide_number(check, 1)
     low, high = offset, offset
@@ -439,10 +466,57 @@ def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
         step = check.add(arith.MuliOp(last, stride))
         low = check.add(arith.AddiOp(low, check.add(arith.MinSIOp(step, zero))))
         high = check.add(arith.AddiOp(high, check.add(arith.MaxSIOp(step, zero))))
-    inside = check.all([check.cmp(low, zero, "sge"), check.cmp(high, total, "slt")])
-    nothing = check.all([check.any(empty), check.cmp(offset, zero, "sge")])
-    nothing = check.all([nothing, check.cmp(offset, total, "sle")])
+    return _Reach(offset, low, high, check.any(empty), zero)
+
+
+def _cast_reach(check: CheckBuilder, cast: memref.ReinterpretCastOp) -> _Reach:
+    (offset,) = _values(check, cast.static_offsets.get_values(), cast.offsets)
+    sizes = _values(check, cast.static_sizes.get_values(), cast.sizes)
+    strides = _values(check, cast.static_strides.get_values(), cast.strides)
+    return _reach(check, offset, sizes, strides)
+
+
+def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
+    """In 128 bits, as a subview's: the view's lowest and highest elements lie in the
+    buffer, or it has none and starts at most at the buffer's end; first, that each size
+    given at run time is 0 or more."""
+    _check_sizes(cast)
+    check = CheckBuilder(cast, OUTSIDE_ITS_BUFFER)
+    kind = buffer.type
+    assert isinstance(kind, MemRefType)
+    total = _wide_number(check, 1)
+    for dim in range(kind.get_num_dims()):
+        total = check.add(arith.MuliOp(total, _wide(check, check.size(buffer, dim))))
+    view = _cast_reach(check, cast)
+    zero = view.zero
+    inside = check.all([check.cmp(view.low, zero, "sge"), check.cmp(view.high, total, "slt")])
+    nothing = check.all([view.empty, check.cmp(view.offset, zero, "sge")])
+    nothing = check.all([nothing, check.cmp(view.offset, total, "sle")])
     check.assert_(check.any([inside, nothing]))
+
+
+def _check_in_source(cast: memref.ReinterpretCastOp) -> None:
+    """Where `cast`'s buffer is not known (a view some call passes, a call's result), its
+    view must lie inside its source view's reach, which lies in the buffer: its lowest
+    and highest elements between the source's, or it has none and starts where the
+    source does or inside its reach (one past its highest element at most). A cast the
+    interpreter accepts (inside the buffer, outside the source) stops here too, with
+    words that say why: the run never reads outside the buffer unchecked."""
+    _check_sizes(cast)
+    check = CheckBuilder(cast, OUTSIDE_ITS_SOURCE)
+    kind = cast.source.type
+    assert isinstance(kind, MemRefType)
+    metadata = put(check.block, memref.ExtractStridedMetaDataOp(cast.source))
+    source = _reach(check, metadata.offset, metadata.sizes, metadata.strides)
+    view = _cast_reach(check, cast)
+    full = check.add(arith.XOrIOp(source.empty, check.flag(True)))
+    past = check.add(arith.AddiOp(source.high, _wide_number(check, 1)))
+    inside = [full, check.cmp(view.low, source.low, "sge")]
+    inside.append(check.cmp(view.high, source.high, "sle"))
+    within = [full, check.cmp(view.offset, source.low, "sge")]
+    within.append(check.cmp(view.offset, past, "sle"))
+    start = check.any([check.all(within), check.cmp(view.offset, source.offset, "eq")])
+    check.assert_(check.any([check.all(inside), check.all([view.empty, start])]))
 
 
 def _undecided_expands(

@@ -293,6 +293,49 @@ def test_a_reinterpret_cast_past_an_argument_is_caught(tmp_path: Path, ranks: in
         assert "reinterpret_cast is out-of-bounds of the base memref" in diagnostic.message
 
 
+# @f casts %x, a view of a[2:6] that @main passes it (its buffer's size unknown there), to
+# 4 elements from offset o of a (line 11). With o = 6 the native build read a[8], a[9]
+# past the buffer and exited 0 with garbage in %b, where the interpreter stops at the cast.
+VIEW_CAST = """\
+func.func @main(%a: memref<8xf64>, %b: memref<4xf64>, %p: memref<1xi64>) {
+  %c0 = arith.constant 0 : index
+  %l = memref.load %p[%c0] : memref<1xi64>
+  %o = arith.index_cast %l : i64 to index
+  %v = memref.subview %a[2] [4] [1] : memref<8xf64> to memref<4xf64, strided<[1], offset: 2>>
+  %vc = memref.cast %v : memref<4xf64, strided<[1], offset: 2>> to memref<?xf64, strided<[1], offset: ?>>
+  func.call @f(%vc, %b, %o) : (memref<?xf64, strided<[1], offset: ?>>, memref<4xf64>, index) -> ()
+  return
+}
+func.func private @f(%x: memref<?xf64, strided<[1], offset: ?>>, %b: memref<4xf64>, %o: index) {
+  %r = memref.reinterpret_cast %x to offset: [%o], sizes: [4], strides: [1] : memref<?xf64, strided<[1], offset: ?>> to memref<4xf64, strided<[1], offset: ?>>
+  memref.copy %r, %b : memref<4xf64, strided<[1], offset: ?>> to memref<4xf64>
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_reinterpret_cast_of_a_passed_view_stays_in_the_view(tmp_path: Path) -> None:
+    program = write(tmp_path, VIEW_CAST)
+
+    def inputs(offset: int) -> tuple[np.ndarray, ...]:
+        return np.arange(8.0), np.zeros(4), np.array([offset], np.int64)
+
+    got = dhir.run(program, *inputs(2))
+    assert got[1].tolist() == [2.0, 3.0, 4.0, 5.0]
+    # Past the buffer (the interpreter stops too), and inside it but past the view (which
+    # the interpreter runs: the native build cannot see the buffer there).
+    for offset in (6, 4):
+        with pytest.raises(DhirError) as caught:
+            dhir.run(program, *inputs(offset))
+        diagnostic = caught.value.diagnostics[0]
+        assert diagnostic.loc == SourceLoc(str(program), 11, 8)
+        assert "out-of-bounds of its source view" in diagnostic.message
+    with pytest.raises(DhirError, match="outside its buffer"):
+        dhir.run(program, *inputs(6), backend="interp")
+
+
 # An atomic update of a[0, n] (line 7), out of bounds from n = 8 on: dhir-float-atomics
 # makes a float generic_atomic_rmw (and atomic_rmw mulf, maxnumf, minnumf, through one)
 # a load and a store, whose checks MLIR makes.

@@ -1,7 +1,7 @@
 // dhir-cast-checks (under --runtime-checks): a reinterpret_cast of an allocation (followed
 // back through views) checks that its view's lowest and highest elements lie in the
 // allocation, or in a function's argument that is all of its buffer; one of an argument
-// some call passes a view is left alone (its buffer's size is unknown).
+// some call passes a view (its buffer's size unknown) lies inside that view.
 // RUN: dhir-opt %s -p dhir-cast-checks | filecheck %s
 
 // CHECK-LABEL: func.func @alloc
@@ -42,10 +42,13 @@ func.func @argument(%a: memref<8xf32>, %o: index) -> memref<4xf32, strided<[1], 
   return %v : memref<4xf32, strided<[1], offset: ?>>
 }
 
-// @part's %p is the first row of @caller's %b at one call: its buffer may be larger.
+// @part's %p is the first row of @caller's %b at one call: its buffer may be larger, and
+// its size is not known here, so the cast must lie inside %p's own view.
 // CHECK-LABEL: func.func private @part
-// CHECK-NOT:  cf.assert
-// CHECK:      memref.reinterpret_cast %p
+// CHECK:      %{{.*}}, %[[OFF:.*]], %{{.*}}, %{{.*}} = memref.extract_strided_metadata %p
+// CHECK:      arith.index_cast %[[OFF]] : index to i64
+// CHECK:      cf.assert %{{.*}}, "ERROR: Runtime op verification failed\0A^ result of reinterpret_cast is out-of-bounds of its source view, {{.*}}cast_checks.mlir\22:[[# @LINE + 4]]:8)"
+// CHECK-NEXT: memref.reinterpret_cast %p
 // CHECK-LABEL: func.func @caller
 func.func private @part(%p: memref<8xf32>, %o: index) -> memref<4xf32, strided<[1], offset: ?>> {
   %v = memref.reinterpret_cast %p to offset: [%o], sizes: [4], strides: [1] : memref<8xf32> to memref<4xf32, strided<[1], offset: ?>>
