@@ -10,6 +10,7 @@ check's message names that argument. Anything else (a size loaded from an array,
 computed, or passed differently by two calls) names none: the note is never a guess.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,7 +45,8 @@ class ArgOrigin:
 
     def phrase(self) -> str:
         """`the size of @main's argument %a, dimension 0` or `the value of ... %n`."""
-        who = f"@{self.entry}'s argument " + (f"%{self.name}" if self.name else f"#{self.arg}")
+        argument = f"%{self.name}" if self.name else f"#{self.arg}"
+        who = f"@{symbol(self.entry)}'s argument {argument}"
         if self.dim is None:
             return f"the value of {who}"
         return f"the size of {who}, dimension {self.dim}"
@@ -151,6 +153,26 @@ class ArgOrigins:
                 call_sites(self._module) if isinstance(entry, func.FuncOp) else CallSites()
             )
         return self._calls
+
+
+# A name MLIR writes bare after `@`; any other it quotes.
+_BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
+
+
+def symbol(name: str) -> str:
+    """`name` as MLIR writes it after `@`: where it is no bare identifier, quoted, with
+    `"`, `\\` and the bytes of characters that do not print as `\\XX` (a newline in the
+    note cut the line of the failed check that the runtime prints)."""
+    if _BARE.fullmatch(name):
+        return name
+    text = "".join(
+        char if char.isprintable() and char not in '"\\' else _escaped(char) for char in name
+    )
+    return f'"{text}"'
+
+
+def _escaped(char: str) -> str:
+    return "".join(f"\\{byte:02X}" for byte in char.encode())
 
 
 def _whole_number(kind: object) -> bool:

@@ -40,8 +40,12 @@ _LOST_PEER = re.compile(r"Socket closed|Connection reset by peer|connection clos
 _OPENMPI_ABORT = re.compile(r"due to process rank (\d+) with PID \d+ on node \S+ calling")
 # How a note of dhir.analysis.arg_origins ends a check's message ("... (the size of
 # @main's argument %a, dimension 0)"): the numbers the check found go before it. Here,
-# not there, so that the cached path's failures read without loading xDSL.
-_NOTE = re.compile(r"(.*?)( \([^()]*@[^()]*'s argument [^()]*\))", re.DOTALL)
+# not there, so that the cached path's failures read without loading xDSL. The note runs
+# from its first words to the end: an entry's name may hold parentheses (`@"f(x)"`).
+_NOTE = re.compile(
+    r"(.*?)( \((?:dimension \d+: |it has )?the (?:size|value) of @.*'s argument .*\))",
+    re.DOTALL,
+)
 # What a failed check of --runtime-checks prints (MLIR's cf.assert, verbose-level=0; see
 # dhir.toolchain.build.RUNTIME_CHECKS): what is wrong, then the checked op's location.
 _FAILED_CHECK = re.compile(

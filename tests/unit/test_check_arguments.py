@@ -5,6 +5,7 @@ executables said only the op and the numbers ("size mismatch of dim 0: the cast'
 operand has 3 there, where its type says 2"), and the user had to find which of the
 inputs gave the 3."""
 
+import re
 from functools import partial
 from pathlib import Path
 
@@ -56,7 +57,14 @@ def _messages(text: str, *passes: object) -> list[str]:
     for one in passes:
         one.apply(None, module)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
     said = str(module).split("Runtime op verification failed\\0A^ ")[1:]
-    return [part.split("\\0ALocation")[0] for part in said]
+    # As the runtime prints them: the printer's `\XX` is byte XX (the text is ASCII), its
+    # `\\` a backslash.
+    plain = (part.split("\\0ALocation")[0] for part in said)
+    return [re.sub(r"\\([0-9A-F]{2}|\\)", _byte, part) for part in plain]
+
+
+def _byte(escape: re.Match[str]) -> str:
+    return "\\" if escape[1] == "\\" else chr(int(escape[1], 16))
 
 
 def test_a_cast_s_check_names_the_argument_its_size_is() -> None:
@@ -178,3 +186,42 @@ def test_a_run_stopped_by_an_access_names_the_argument(tmp_path: Path, ranks: in
         "a runtime check failed: out-of-bounds access: index 5 of dimension 0, whose size is "
         "4 (the size of @main's argument %a, dimension 0);"
     ), diagnostic.message
+
+
+def test_an_entry_named_with_parentheses_keeps_the_numbers_before_its_note() -> None:
+    # The note was matched as parentheses holding none: after `@"f(x)"` (or `@f(x)`, as
+    # it was written) the numbers were lost, and the note read as the check's words.
+    odd = CASTS.replace("@main", '@"f(x)"')
+    said = _messages(odd, CastSizesPass(entry="f(x)"))
+    assert said[0] == 'size mismatch of dim 0 (the value of @"f(x)"\'s argument %n)'
+    output = f'ERROR: Runtime op verification failed\n^ {said[0]}\nLocation: loc("p.mlir":3:8)\n'
+    errors = (
+        "dhir: size mismatch on rank 0: dimension 0 of the cast's operand has 3, where its "
+        "type says 2\n"
+    )
+    found = failed_check(output, errors)
+    assert found is not None
+    assert found.what == (
+        "size mismatch of dim 0: the cast's operand has 3 there, where its type says 2 "
+        '(the value of @"f(x)"\'s argument %n)'
+    )
+    linalg = _messages(LINALG.replace("@main", '@"(m)"'), LinalgSizesPass(entry="(m)"))[0]
+    output = output.replace(said[0], linalg)
+    errors = (
+        "dhir: size mismatch on rank 0: dimension 0 of operand #1 has 1, where the loop "
+        "along it runs 2 times\n"
+    )
+    found = failed_check(output, errors)
+    assert found is not None
+    assert found.what.startswith(
+        "dimension #0 of input/output operand #1 is incompatible: it has 1, where the loop "
+        'along it runs 2 times (it has the size of @"(m)"\'s argument %b, dimension 0;'
+    ), found.what
+
+
+def test_an_entry_named_with_a_newline_keeps_its_note_on_one_line() -> None:
+    # The runtime prints the message as it is: a newline in the name cut the line that
+    # dhir.toolchain.failure reads.
+    odd = CASTS.replace("@main", '@"a\\0Ab"')
+    said = _messages(odd, CastSizesPass(entry="a\nb"))
+    assert said[0] == 'size mismatch of dim 0 (the value of @"a\\0Ab"\'s argument %n)'
