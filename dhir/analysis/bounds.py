@@ -20,7 +20,7 @@ from dhir.analysis.regions import view_chain, walk_sure_points
 from dhir.dialects.arith import INDEX_WIDTH, ConstantOp, scalar_int_width, signed
 from dhir.dialects.func import FuncOp
 from dhir.dialects.memref import DimOp
-from dhir.ir.diagnostics import error_at, loc_of
+from dhir.ir.diagnostics import error_at, loc_of, value_name
 
 _HALF_64 = 1 << (INDEX_WIDTH - 1)
 
@@ -448,7 +448,7 @@ def _view_words(view: SSAValue) -> str:
 
 def _named(value: SSAValue) -> str:
     if value.name_hint:
-        return f"%{value.name_hint}"
+        return value_name(value)
     owner = value.owner
     if isinstance(owner, Operation):
         return f"the result of '{owner.name}'"

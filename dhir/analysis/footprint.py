@@ -50,7 +50,7 @@ from dhir.analysis.validity import Box
 from dhir.dialects import func
 from dhir.dialects.access import is_pure, is_shape_query, is_view
 from dhir.dialects.dhir import DEVICE_BUFFER_ATTR, ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.ir.diagnostics import loc_of
+from dhir.ir.diagnostics import loc_of, value_name
 from dhir.ir.tasks import rank_of
 
 # Boxes per memref and rank, at most: the storage a rank allocates stays a few blocks.
@@ -511,6 +511,6 @@ def _where(op: Operation) -> str:
 
 def _name(value: SSAValue) -> str:
     if value.name_hint:
-        return f"%{value.name_hint}"
+        return value_name(value)
     owner = value.owner
     return f"a result of {owner.name}" if isinstance(owner, Operation) else "a block argument"

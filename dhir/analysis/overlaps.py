@@ -62,6 +62,7 @@ from dhir.dialects.access import Access, Kind, ViewKind, facts, global_name
 from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.dhir import defined_inside
 from dhir.dialects.layouts import is_identity_layout, strided_layout
+from dhir.ir.diagnostics import value_name, value_names
 from dhir.ir.walk import holds_op
 
 # Per dimension of a loop, as isl text over the parameters (`_Names`): the expressions
@@ -281,7 +282,7 @@ def _get(table: dict[SSAValue, isl.Set], root: SSAValue) -> isl.Set:
 
 
 def _named(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
+    return value_name(value, f"a {value.type}")
 
 
 def _hidden_memory(loop: Operation) -> str | None:
@@ -328,7 +329,8 @@ def _sharing(written: set[SSAValue], touched: set[SSAValue]) -> str | None:
             return f"the layout of {_named(root)} may give two of its indices one address"
         for other in touched - {root}:
             if shared(buffers(root), buffers(other)):
-                return f"{_named(root)} and {_named(other)} may share memory"
+                one, two = value_names(root, other, f"a {root.type}")
+                return f"{one} and {two} may share memory"
     return None
 
 

@@ -36,7 +36,7 @@ from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
 from dhir.dialects.layouts import is_identity_layout
 from dhir.ir.calls import callers_of, through_callers
-from dhir.ir.diagnostics import loc_of
+from dhir.ir.diagnostics import loc_of, value_name, value_names
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import reaching_schedules
 from dhir.ir.walk import enclosing, find_ops
@@ -273,8 +273,9 @@ def aliased_arguments(call: func.CallOp) -> tuple[int, int, frozenset[object]] |
 
 
 def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object]) -> str:
+    one, other = value_names(first, second)
     message = (
-        f"schedule operands {_name(first)} and {_name(second)} may be views of one buffer "
+        f"schedule operands {one} and {other} may be views of one buffer "
         f"({describe(common)}), and a task writes one of them; dhir moves each operand "
         "between ranks on its own, so the other would miss the write. "
     )
@@ -798,4 +799,4 @@ def _callee(op: Operation) -> str | None:
 
 
 def _name(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "a value"
+    return value_name(value)

@@ -33,7 +33,7 @@ from dhir.dialects import affine, gpu, scf
 from dhir.dialects import memref as memref_dialect
 from dhir.dialects.dhir import TaskOp
 from dhir.dialects.gpu import in_device_code
-from dhir.ir.diagnostics import error_at, loc_of
+from dhir.ir.diagnostics import error_at, loc_of, value_name
 from dhir.ir.tasks import is_gpu_task
 from dhir.ir.walk import enclosing, find_among, find_ops
 from dhir.transforms.serial_loops import IN_ORDER
@@ -62,8 +62,7 @@ def check_copies(module: ModuleOp, ops: Sequence[Operation] | None = None) -> No
         overlap = copy_overlap(op)
         if overlap is None:
             continue
-        name = overlap.memref.name_hint
-        memref = f"%{name}" if name is not None else f"a {overlap.memref.type}"
+        memref = value_name(overlap.memref, f"a {overlap.memref.type}")
         element = f"{memref}[{', '.join(map(str, overlap.element))}]"
         raise error_at(
             op,
@@ -100,8 +99,7 @@ def mark_unproven_loops(module: ModuleOp) -> list[str]:
 
 
 def _message(loop: Operation, overlap: Overlap) -> str:
-    name = overlap.memref.name_hint
-    memref = f"%{name}" if name is not None else f"a {overlap.memref.type}"
+    memref = value_name(overlap.memref, f"a {overlap.memref.type}")
     element = f"{memref}[{', '.join(map(str, overlap.element))}]"
     first, second = (f"({', '.join(map(str, it))})" for it in (overlap.first, overlap.second))
     what = "reads" if overlap.read else "writes"
@@ -190,6 +188,5 @@ def _thread(ids: tuple[int, ...]) -> str:
 
 
 def _element(overlap: Overlap) -> str:
-    name = overlap.memref.name_hint
-    memref = f"%{name}" if name is not None else f"a {overlap.memref.type}"
+    memref = value_name(overlap.memref, f"a {overlap.memref.type}")
     return f"{memref}[{', '.join(map(str, overlap.element))}]"

@@ -60,7 +60,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.scf import ExecuteRegionOp
 from dhir.ir.build import init_op
-from dhir.ir.diagnostics import location_from_attr
+from dhir.ir.diagnostics import location_from_attr, value_name
 from dhir.ir.walk import enclosing
 from dhir.targets import DeviceKind, TargetInfo, UnknownArchError, kind_of_arch, parse_target_string
 
@@ -625,7 +625,7 @@ def _is_scalar_type(type_: Attribute) -> bool:
 
 
 def _value_name(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "a value"
+    return value_name(value)
 
 
 def _describe(value: SSAValue) -> str:

@@ -11,6 +11,7 @@ import re
 import stat
 import sys
 import tomllib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import LocationAttr
-    from xdsl.ir import Operation
+    from xdsl.ir import Operation, SSAValue
 
 # The most characters of a source line an error quotes (a line may be megabytes long).
 _EXCERPT = 160
@@ -61,6 +62,49 @@ def location_from_attr(attr: "LocationAttr") -> SourceLoc | None:
     if isinstance(attr, FileLineColLoc):
         return SourceLoc(attr.filename.data, attr.line.data, attr.column.data)
     return None
+
+
+# SSA names as written where xDSL keeps less: it drops a `_N` suffix from a name (%view_1
+# is %view), so an error named %view_0 and %view_1 "%view and %view".
+_WRITTEN: "weakref.WeakKeyDictionary[SSAValue, str]" = weakref.WeakKeyDictionary()
+
+
+def remember_written_name(value: "SSAValue", name: str) -> None:
+    """`value` was written %`name` (the parser tells, where xDSL's name_hint differs)."""
+    _WRITTEN[value] = name
+
+
+def value_name(value: "SSAValue", otherwise: str = "a value") -> str:
+    """`value` as an error names it: %name as written in the source, else `otherwise`."""
+    name = _WRITTEN.get(value, value.name_hint)
+    return f"%{name}" if name else otherwise
+
+
+def value_names(
+    first: "SSAValue", second: "SSAValue", otherwise: str = "a value"
+) -> tuple[str, str]:
+    """Two values as one error names them, told apart by where each is defined when
+    their names are alike (%v of one task and %v of another)."""
+    names = (value_name(first, otherwise), value_name(second, otherwise))
+    if names[0] != names[1]:
+        return names
+    return (_defined_at(first, names[0]), _defined_at(second, names[1]))
+
+
+def _defined_at(value: "SSAValue", name: str) -> str:
+    from xdsl.ir import Block, Operation
+
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    if isinstance(owner, Block) and op is not None:
+        what = f"an argument of the block of '{op.name}'"
+    else:
+        what = None
+    loc = loc_of(op) if op is not None else None
+    if loc is None:
+        return name
+    where = f"line {loc.line}:{loc.col}" if what is None else f"{what} at line {loc.line}:{loc.col}"
+    return f"{name} ({where})"
 
 
 @dataclass

@@ -9,7 +9,7 @@ import re
 import struct
 import sys
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from xdsl.context import Context
@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import (
     UnknownLoc,
     i1,
 )
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.parser import AttrParser, Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
@@ -40,6 +40,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLit
 
 from dhir.dialects.mlir22_gaps import unknown_op_message
 from dhir.ir.by_identity import ByIdentity
+from dhir.ir.diagnostics import remember_written_name
 from dhir.ir.region_cache import TaskBodyCache
 
 # xDSL 0.74's string-literal pattern nests a `+` inside a `*`, so an unterminated string
@@ -145,6 +146,12 @@ class LocatedParser(Parser):
             return self._parse_located_operation()
         finally:
             self._op_names.pop()
+
+    def _register_ssa_definition(self, name: str, values: Sequence[SSAValue], span: Span) -> None:
+        super()._register_ssa_definition(name, values, span)
+        for value in values:
+            if value.name_hint != name:  # xDSL dropped a `_N` suffix: errors say it whole
+                remember_written_name(value, name)
 
     def _parse_op_result_list(self) -> list[tuple[Span, int]]:
         results = super()._parse_op_result_list()

@@ -95,6 +95,7 @@ from dhir.ir.diagnostics import (
     error_at,
     loc_of,
     report_everything,
+    value_name,
     warn,
 )
 from dhir.ir.pass_failure import PassFailedAt
@@ -280,7 +281,7 @@ def _whole(task: TaskOp) -> Whole:
 
 
 def _named(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else f"a {value.type}"
+    return value_name(value, f"a {value.type}")
 
 
 def _over(op: Operation) -> str:
