@@ -33,8 +33,13 @@ from dhir.dialects.dhir import TaskOp
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.symbols import Symbols
-from dhir.ir.walk import find_ops, holds_op
-from dhir.transforms.optimize_bodies import bodies_with_work, linalg_left, optimize_bodies
+from dhir.ir.walk import find_ops
+from dhir.transforms.optimize_bodies import (
+    bodies_with_work,
+    linalg_left,
+    optimize_bodies,
+    threaded_work_left,
+)
 
 _NUMBERED = "<dhir dry run>"  # the file name of the copies' locations
 _NESTS = (scf.ForOp, affine.ForOp, LinalgStructuredOperation)
@@ -90,7 +95,7 @@ def _run(
     except (DhirError, DiagnosticException):
         # The build will say what is wrong; the cost model keeps the loops.
         return DryRun(None, 0)
-    left = any(holds_op(copy, LinalgStructuredOperation) for copy in copies)
+    left = any(threaded_work_left(copy) for copy in copies)
     done: dict[int, set[int]] = {}  # by group: the places of the nests it blocked
     for decision in decisions:
         loc = decision.loc

@@ -93,7 +93,7 @@ from dhir.transforms.building import (
 from dhir.transforms.condition_bounds import fold_conditions
 from dhir.transforms.contractions import CALLED, KINDS, Contraction, rewrite_contraction
 from dhir.transforms.counted_whiles import as_for_loops
-from dhir.transforms.generic_sweeps import write_as_loops
+from dhir.transforms.generic_sweeps import threaded_loops, write_as_loops
 from dhir.transforms.shard_collectives import SPMD
 from dhir.transforms.triangles import RowBound, lift, only_bounds, pack_panels, transposable
 
@@ -268,10 +268,11 @@ def _todo_of(
 
 
 def linalg_left(module: ModuleOp) -> bool:
-    """Whether a linalg op of `module` stays one after `optimize_bodies` (asked before
-    it runs, on a copy: dhir.analysis.threads' decision): its contractions and the
-    element-wise generics beside them are rewritten as `optimize_bodies` rewrites them,
-    which does not depend on the vector width."""
+    """Whether a linalg op of `module` stays one after `optimize_bodies`, or an
+    element-wise one becomes a parallel loop (asked before it runs, on a copy:
+    dhir.analysis.threads' decision): its contractions and element-wise generics are
+    rewritten as `optimize_bodies` rewrites them, which does not depend on the vector
+    width."""
     if not holds_op(module, linalg.LinalgStructuredOperation):
         return False
     if not any(matmuls for _, matmuls, *_ in _todo(module)):
@@ -287,7 +288,13 @@ def linalg_left(module: ModuleOp) -> bool:
     for task, matmuls in todo:
         for op in (op for op in matmuls if _elementwise(op)):
             _elementwise_kept(cast(linalg.GenericOp, op), task, looped)
-    return holds_op(copy, linalg.LinalgStructuredOperation)
+    return threaded_work_left(copy)
+
+
+def threaded_work_left(root: Operation) -> bool:
+    """Whether `root`, rewritten, holds a linalg op, or a parallel loop that an
+    element-wise one became (which keeps the threads the op had)."""
+    return holds_op(root, linalg.LinalgStructuredOperation) or threaded_loops(root)
 
 
 def _contractions(
@@ -317,13 +324,14 @@ def _elementwise(op: Contraction) -> bool:
 
 def _elementwise_kept(op: linalg.GenericOp, task: "_Body", looped: bool) -> str | None:
     """Why the element-wise `op` stays a linalg op, or None once it is its loops (the
-    build's own lowering, so exact): only where a contraction of the module became loops
-    (`looped`), so that the kernel is the loops its scf form writes by hand (and is built
-    as they are: see compile_native's OpenMP decision)."""
-    if not looped:
-        return f"{op.name} with no reduction dimension (the optimizer rewrites contractions)"
+    build's own lowering, in another order of elements, each computed alone: exact).
+    Where a contraction of the module became loops (`looped`), plain `scf.for` loops, so
+    that the kernel is the loops its scf form writes by hand (and is built as they are:
+    see compile_native's OpenMP decision); otherwise its rows one `scf.parallel`, which
+    the rank's threads share where the linalg op's loops were shared, its columns an
+    `scf.for` that LLVM vectorises (dhir.transforms.generic_sweeps)."""
     with _located_at(task, op):
-        why = write_as_loops(op)
+        why = write_as_loops(op, threaded=not looped)
     return None if why is None else f"{op.name} that {why}"
 
 
