@@ -297,6 +297,14 @@ def loop_reading_between_steps(
     return found if found is not None and found[1] else None
 
 
+def step_loop(schedule: ScheduleOp) -> tuple[Operation, frozenset[SSAValue]] | None:
+    """The loop of `time_loop`, or else of `loop_reading_between_steps`, with the memrefs
+    its host code loads (none for `time_loop`'s). Each step's schedule may keep its data
+    distributed over ranks through such a loop, but for those memrefs: every rank runs
+    the loads, so every rank must hold them whole at the end of each step."""
+    return _loop_around(schedule, loads=True)
+
+
 def _loop_around(schedule: ScheduleOp, loads: bool) -> tuple[Operation, frozenset[SSAValue]] | None:
     """The loop of `time_loop`; with `loads`, one whose other ops may also load from
     schedule memrefs that share memory with no other (`loop_reading_between_steps`),
@@ -369,11 +377,12 @@ def final_to_root(
     function: func.FuncOp, entry: str = "main", called: bool | None = None
 ) -> set[SSAValue]:
     """The memrefs that, after a schedule of `function` listing them (or its time loop,
-    `time_loop`), only rank 0 needs: those dhir-lower-to-mpi may partition."""
+    `step_loop`), only rank 0 needs: those dhir-lower-to-mpi may partition."""
     found: set[SSAValue] = set()
     with remembered():
         for op in walk_outside_tasks(function):
             if isinstance(op, ScheduleOp):
-                outputs = root_only(time_loop(op) or op, entry, called)
+                loop = step_loop(op)
+                outputs = root_only(loop[0] if loop is not None else op, entry, called)
                 found |= outputs & set(op.operands)
     return found

@@ -10,7 +10,9 @@ At the end of a schedule, what some rank holds only partly is made consistent ag
 (broadcasts, or one collective on three ranks or more), except where nothing reads it
 afterwards: in the entry function's top level, a memref argument with no later use only
 needs to reach rank 0, which writes the results. A schedule alone in a time loop's body
-keeps its data distributed between iterations and is assembled after the loop; on the
+keeps its data distributed between iterations and is assembled after the loop (but for
+the memrefs host code there loads, an scf.while's condition testing a residual: each
+iteration's end makes those whole on every rank; analysis/outputs.py, `step_loop`); on the
 loop's first iteration (an scf.for's, or an scf.while's: told by its counter or by a
 flag it is made to carry), the messages whose receivers hold what they carry on entering
 the loop (the input's rows) are skipped (analysis/transfers.py, `skipped_first`).
@@ -65,7 +67,7 @@ from dhir.analysis.outputs import (
     final_to_root,
     remembered,
     root_only,
-    time_loop,
+    step_loop,
 )
 from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.sharing import check_shared_data
@@ -181,10 +183,11 @@ class LowerToMPIPass(ModulePass):
             for number, schedule in enumerate(schedules):
                 plans = all_plans[number]
                 with remembered(memo):
-                    outputs, start, loop = self._prepare(schedule, plans, called, parts)
+                    outputs, start, loop, shared = self._prepare(schedule, plans, called, parts)
                 lowering = _ScheduleLowering(schedule, guards, self.ranks, function, number, last)
                 lowering.held = held
                 lowering.memo = memo
+                lowering.shared = shared
                 runtime |= yield from lowering.run(plans, outputs, start, loop)
                 last = lowering.last_function
             if parts is not None:
@@ -201,12 +204,14 @@ class LowerToMPIPass(ModulePass):
         held = parts.held if parts is not None else None
         kept = loop_entry_state(schedule, self.ranks, plans, held) if self.ranks > 1 else None
         mine = [v for v in schedule.operands if held and v in held]
-        if parts is not None and kept is None and mine and time_loop(schedule) is not None:
+        found = step_loop(schedule)
+        if parts is not None and kept is None and mine and found is not None:
             parts.keep_whole(mine, "its time loop finds no fixed layout")
             kept = loop_entry_state(schedule, self.ranks, plans, parts.held)
         loop, start = kept if kept is not None else (None, None)
         outputs = root_only(loop or schedule, self.entry_name, called)
-        return outputs, start, loop
+        shared = found[1] if kept is not None and found is not None else frozenset()
+        return outputs, start, loop, shared
 
     def _partition(
         self,
@@ -236,8 +241,9 @@ class LowerToMPIPass(ModulePass):
 # Per memref argument held in part, the elements each rank holds when a schedule starts.
 _Held = dict[SSAValue, list[isl.Set]]
 # The memrefs only rank 0 needs after a schedule, and for a schedule that keeps its data
-# distributed through a time loop, its entry validity and the loop.
-_Step = tuple[set[SSAValue], Validity | None, Operation | None]
+# distributed through a time loop, its entry validity, the loop, and the memrefs the
+# loop's host code loads (`step_loop`), made whole on every rank at each step's end.
+_Step = tuple[set[SSAValue], Validity | None, Operation | None, frozenset[SSAValue]]
 
 
 @dataclass
@@ -391,12 +397,14 @@ def loop_entry_state(
     """For a schedule that is the only user of its memrefs in the body of a loop: the
     loop, and the validity that holds at the start of every iteration, the fixed point
     of running the body from "everything everywhere" (the state on entry) met with what
-    the body leaves. None when the schedule is not in such a loop, or no fixed point is
+    the body leaves, the memrefs the loop's host code loads made whole on every rank
+    (`step_loop`). None when the schedule is not in such a loop, or no fixed point is
     found. `plans`: the schedule's, when known; `held`: what each rank holds of the
     memrefs it holds only in part."""
-    loop = time_loop(schedule)
-    if loop is None:
+    found = step_loop(schedule)
+    if found is None:
         return None
+    loop, shared = found
     plans = plans if plans is not None else _plans(schedule)
     state = Validity(list(schedule.args), ranks, held)
     for _ in range(LOOP_ROUNDS):
@@ -404,6 +412,8 @@ def loop_entry_state(
         for plan in plans:
             for value in plan.effects.touches():
                 plan.run(value, after)
+        for value in shared:
+            after.assemble(value, None)
         met = state.meet(after)
         if met.same(state):
             return loop, state
@@ -429,6 +439,8 @@ class _ScheduleLowering:
     held: "_Held" = field(default_factory=dict)
     dead: set[SSAValue] = field(default_factory=set[SSAValue])  # no rank needs after it
     memo: Memo = field(default_factory=Memo)  # the function's block's (outputs.remembered)
+    # The memrefs a time loop's host code loads, whole on every rank at each step's end.
+    shared: frozenset[SSAValue] = frozenset()
 
     def run(
         self,
@@ -471,6 +483,7 @@ class _ScheduleLowering:
             self._assemble(self.state, final_to_root, position, self)
         else:
             assert loop is not None
+            self._share(position)
             self._assemble(start.copy(), final_to_root, position, _After(loop))
         self.schedule.detach()
         self.schedule.erase()
@@ -502,6 +515,21 @@ class _ScheduleLowering:
                 continue
             for transfer in state.assemble(value, dest):
                 self._place_transfer(transfer, position[value], sink)
+
+    def _share(self, position: dict[SSAValue, int]) -> None:
+        """At the end of a step of a time loop, make each memref its host code loads
+        (`shared`) whole on every rank, which all run those loads: a condition testing a
+        residual takes the same branch on each."""
+        for value in sorted(self.shared, key=position.__getitem__):
+            if self.state.everywhere(value):
+                continue
+            self._check_sendable(self.schedule, value)
+            runs = self.state.collective(value, None) if self.ranks > 2 else None
+            if runs is not None:
+                self._place_collective(value, runs, None, self)
+                continue
+            for transfer in self.state.assemble(value, None):
+                self._place_transfer(transfer, position[value], self)
 
     def _place_writes(self, value: SSAValue, state: Validity, sink: "_Sink") -> None:
         """Each rank writes the up-to-date elements of its band to `value`'s result file,
@@ -602,7 +630,7 @@ class _ScheduleLowering:
         if start is None or not isinstance(loop, scf.ForOp | scf.WhileOp) or self.ranks == 1:
             return None, frozenset(), loop
         first = Validity(list(self.schedule.args), self.ranks, self.held)
-        skipped = skipped_first(plans, events, first, start)
+        skipped = skipped_first(plans, events, first, start, self.shared)
         if not skipped:
             return None, skipped, loop
         later, loop = self._later(loop)

@@ -504,3 +504,81 @@ def test_a_while_time_loops_first_step_skips_what_the_input_gave(loop: str, rank
     block = 4 * 4 * 8  # rows 0-3 of one array
     sent = [(3 * block, 3)] * (ranks - 1) + [(2 * block, 2)]
     assert [(int(w[4]), int(w[7])) for w in lines] == sent, lines
+
+
+def _residual(ranks: int, loop: str) -> str:
+    """`_ring` in an scf.while whose condition loads %C[0] (a residual, here a count the
+    last rank's task adds 1 to each step) rather than testing its counter; `loop`:
+    "counted" (the condition in the before region, the schedule in the after one) or
+    "do" (both in the before region, the load after the schedule)."""
+    text = _ring(ranks, loop)
+    kind = "memref<1xf64>"
+    text = text.replace("func.func @main(", f"func.func @main(%C: {kind}, ")
+    text = text.replace("dhir.schedule ", "dhir.schedule %C, ")
+    task = [
+        f"      %cc = dhir.task %cpu, %C attributes {{dhir.rank = {ranks - 1} : i64}} {{",
+        "        %z = arith.constant 0 : index",
+        "        %o = arith.constant 1.0 : f64",
+        f"        %v = memref.load %C[%z] : {kind}",
+        "        %w = arith.addf %v, %o : f64",
+        f"        memref.store %w, %C[%z] : {kind}",
+        "      }",
+    ]
+    lines = text.split("\n")
+    end = max(i for i, line in enumerate(lines) if line == "    }")  # the schedule's
+    lines[end:end] = task
+    counter = "%t" if loop == "counted" else "%n"
+    test = f"    %go = arith.cmpi slt, {counter}, %steps : index"
+    residual = (
+        f"    %cv = memref.load %C[%c0] : {kind}\n    %go = arith.cmpf olt, %cv, %three : f64"
+    )
+    return "\n".join(lines).replace(test, residual)
+
+
+def test_a_while_testing_a_residual_keeps_its_data_distributed() -> None:
+    """A condition loading a memref of the schedule no longer makes the loop no time
+    loop: the steady state holds that memref whole on every rank, and the others apart."""
+    from dhir import parse_string
+    from dhir.dialects.dhir import ScheduleOp
+    from dhir.transforms.lower_to_mpi import loop_entry_state
+
+    module = parse_string(_residual(2, "counted"))
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    kept = loop_entry_state(schedule, 2)
+    assert kept is not None
+    _, start = kept
+    count, _, last = schedule.args
+    assert start.everywhere(count)
+    assert not start.everywhere(last)  # rows 0-3 only on the rank that wrote them
+
+
+@needs_mpi
+@pytest.mark.parametrize("loop", ["counted", "do"])
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_while_testing_a_residual_skips_what_the_input_gave(loop: str, ranks: int) -> None:
+    """The ring again, in an scf.while whose condition loads %C[0], which the last rank's
+    task counts up: each step's end brings %C[0] to every rank (8 bytes), and the arrays
+    stay apart between steps, so the first step skips what the input gave, as a counted
+    loop does. The arrays were assembled at every step's end before (2 ranks: 408 bytes
+    in 6 messages from rank 1; 3 ranks: 768 in 6 from ranks 0 and 1, 408 in 6 from rank
+    2); the results are the interpreter's, bit for bit."""
+    from dhir import parse_string
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+    from dhir.toolchain.options import RunOptions
+
+    text = _residual(ranks, loop)
+    rng = np.random.default_rng(ranks)
+    inputs = [np.zeros(1), *(rng.standard_normal((8, 4)) for _ in range(ranks))]
+    timing = Timing()
+    got = run_module(
+        parse_string(text), "main", inputs, "native", RunOptions(ranks=ranks), timing=timing
+    )
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+    assert got[0][0] == 3.0
+    lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    block = 4 * 4 * 8  # rows 0-3 of one array
+    sent = [(3 * block, 3)] * (ranks - 1) + [(2 * block + 3 * 8, 5)]
+    assert [(int(w[4]), int(w[7])) for w in lines] == sent, lines
