@@ -8,7 +8,7 @@ with SIGKILL, so the launcher reads the files once mpirun has ended.
 
 import re
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,10 +244,13 @@ def read_states(directory: Path) -> dict[int, RankState]:
     return states
 
 
-def read_pids(directory: Path) -> dict[int, int]:
-    """Each rank's pid, from the headers alone (the launcher looks while the ranks run)."""
+def read_pids(directory: Path, known: Collection[str] = ()) -> dict[int, int]:
+    """Each rank's pid, from the headers alone (the launcher looks while the ranks run);
+    files named in `known` are not read again."""
     pids: dict[int, int] = {}
     for path in directory.glob("rank*.state"):
+        if path.name in known:
+            continue
         try:
             with open(path, "rb") as file:
                 data = file.read(_HEADER.size)

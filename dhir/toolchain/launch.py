@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -51,8 +51,11 @@ _RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
 TERMINATE_GRACE_S = 3.0
 # How long a timed-out traced run's ranks get to write what they recorded (from memory).
 PARTIAL_TRACE_WAIT_S = 2.0
-# How often the launcher looks for ranks that have died while mpirun runs.
+# How often the launcher looks for ranks that have died while mpirun runs, at most.
 WATCH_S = 0.05
+# Each look waits this many times as long as the last look took: a look reads each rank's
+# /proc entry, and over many ranks looking every 50 ms holds a core the ranks need.
+LOOK_SHARE = 20
 
 
 def _remove_earlier(path: Path) -> None:
@@ -190,6 +193,7 @@ def _run_in(
     env["DHIR_STATE_DIR"] = str(errors)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
+    env.update(crowded_env(options, install.name, env))
     # OpenBLAS (the calls --fast-math=reassoc makes) takes every core by default:
     # each rank gets its own share, or what the caller set for it.
     if threads is not None or "OPENBLAS_NUM_THREADS" not in env:
@@ -218,6 +222,19 @@ def _run_in(
         log = _TRAFFIC_LINE.sub("", log)  # --timing reports them
     _show(log)
     return out
+
+
+# MPICH's settings that make a waiting rank give its core up (sched_yield, and a usleep
+# now and then while its progress engine finds nothing): for more ranks than cores.
+CROWDED_MPICH = {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1", "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1"}
+
+
+def crowded_env(options: RunOptions, mpi: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that keep a crowded MPICH run (`crowding`) from polling every core
+    away, but for those `env` sets already (the user's choice stands)."""
+    if mpi != "mpich" or crowding(options) is None:
+        return {}
+    return {name: value for name, value in CROWDED_MPICH.items() if name not in env}
 
 
 class TimedOut(DhirError):
@@ -448,19 +465,24 @@ class _Watch:
 
     def wait(self, process: subprocess.Popen[bytes], timeout: float) -> int:
         deadline = time.monotonic() + timeout
+        pause = WATCH_S
         while True:
             try:
-                return process.wait(timeout=min(WATCH_S, max(deadline - time.monotonic(), 0)))
+                return process.wait(timeout=min(pause, max(deadline - time.monotonic(), 0)))
             except subprocess.TimeoutExpired:
                 if time.monotonic() >= deadline:
                     raise
+                began = time.monotonic()
                 self._look()
+                pause = max(WATCH_S, LOOK_SHARE * (time.monotonic() - began))
 
     def _look(self) -> None:
         if self._states is None:
             return
         if len(self._pids) < len(list(self._states.glob("rank*.state"))):
-            self._pids = read_pids(self._states)
+            # Only the files not read yet: 1000 ranks start over many looks.
+            known = {f"rank{rank}.state" for rank in self._pids}
+            self._pids.update(read_pids(self._states, known))
         gone = []
         for rank, pid in self._pids.items():
             # Only a process once seen alive here: a rank on another host is not ours to see.
