@@ -86,23 +86,23 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
     for k, (effect, region) in enumerate(zip(effects, regions, strict=True)):
         for m in sorted(effect.touches(), key=order):
             read, written = _Region.of(region, m, False), _Region.of(region, m, True)
-            needs = _Needs(region, m)
-            for w, js in writers.setdefault(m, _Accesses()).overlapping(read):
+            needs = _Needs(region, m, read, written)
+            for w, js in writers.setdefault(m, _Accesses()).meeting(read):
                 for j in js:
-                    deps.append(Dependence(j, k, m, Hazard.RAW, needs.count(w)))
+                    deps.append(Dependence(j, k, m, Hazard.RAW, needs.count(w, read=True)))
             if written.empty:
                 readers.setdefault(m, _Accesses()).add(read, k)
                 continue
             for _, js in readers.setdefault(m, _Accesses()).overlapping(written):
                 deps.extend(Dependence(j, k, m, Hazard.WAR) for j in js if j != k)
-            for w, js in writers[m].overlapping(written):
+            for w, js in writers[m].meeting(written):
                 for j in js:
-                    deps.append(Dependence(j, k, m, Hazard.WAW, needs.count(w)))
+                    deps.append(Dependence(j, k, m, Hazard.WAW, needs.count(w, read=False)))
             writers[m].trim(written)
             writers[m].add(written, k)
             readers[m].trim(written)
-            if not read.empty:
-                readers[m].add(_Region.of_set((read.set - written.set).coalesce()), k)
+            if not read.empty and (rest := read.minus(written)) is not None:
+                readers[m].add(rest, k)
     final = {m: [(j, r) for r, js in a.entries() for j in js] for m, a in writers.items()}
     return TaskGraph(
         effects,
@@ -120,13 +120,26 @@ class _Needs:
 
     regions: Regions
     memref: SSAValue
+    read: "_Region"
+    written: "_Region"
     _found: isl.Set | None = None
 
-    def count(self, written: isl.Set) -> int | None:
-        """How many elements of `written` the task needs."""
+    def count(self, earlier: "_Region", *, read: bool) -> int | None:
+        """How many elements of `earlier`, an earlier write that meets what the task
+        reads (`read`) or writes, the task needs."""
+        if earlier.point:
+            # One element, which the task reads, or writes: generated tasks' scalar
+            # accesses, where isl took most of the graph's time (docs/performance.md).
+            if read:
+                return 1
+            if self.written.point and self.written.set.is_subset(
+                self.regions.must_written(self.memref)
+            ):
+                # It surely writes that element: needed only when it reads it too.
+                return 0 if self.read.empty else int(self.read.overlaps(earlier))
         if self._found is None:
             self._found = self.regions.needs(self.memref)
-        return count_elements(written & self._found)
+        return count_elements(earlier.set & self._found)
 
 
 def _order(schedule: ScheduleOp) -> Callable[[SSAValue], int]:
@@ -142,6 +155,8 @@ class _Region:
     set: isl.Set
     box: Bounds | None
     empty: bool
+    # One element: its box is the set itself, so isl need not be asked about it.
+    point: bool = False
 
     @staticmethod
     def of(regions: Regions, memref: SSAValue, written: bool) -> "_Region":
@@ -157,13 +172,23 @@ class _Region:
     def boxed(region: isl.Set, boxes: tuple[Bounds, ...] | None) -> "_Region":
         if boxes is None:
             return _Region(region, None, False)
-        return _Region(region, hull(boxes), False) if boxes else _Region(region, None, True)
+        if not boxes:
+            return _Region(region, None, True)
+        box = hull(boxes)
+        return _Region(region, box, False, box[0] == box[1])
 
     def key(self) -> object:
         """Equal for equal regions (boxes by their bounds, others by their text)."""
-        if self.box is not None and self.set.is_box():
+        if self.box is not None and (self.point or self.set.is_box()):
             return self.box
         return str(self.set)
+
+    def minus(self, other: "_Region") -> "_Region | None":
+        """What is left of this region (not empty) without `other`; None if nothing."""
+        if self.point and other.point:
+            return None if self.may_overlap(other) else self
+        rest = _Region.of_set((self.set - other.set).coalesce())
+        return None if rest.empty else rest
 
     def may_overlap(self, other: "_Region") -> bool:
         if self.empty or other.empty:
@@ -178,7 +203,10 @@ class _Region:
         return True
 
     def overlaps(self, other: "_Region") -> bool:
-        return self.may_overlap(other) and not (self.set & other.set).is_empty()
+        if not self.may_overlap(other):
+            return False
+        # Two points whose boxes meet are one point.
+        return (self.point and other.point) or not (self.set & other.set).is_empty()
 
 
 class _Entry:
@@ -287,10 +315,12 @@ class _Accesses:
         entry.tasks.append(task)
 
     def overlapping(self, region: _Region) -> list[tuple[isl.Set, list[int]]]:
+        return [(found.set, tasks) for found, tasks in self.meeting(region)]
+
+    def meeting(self, region: _Region) -> list[tuple[_Region, list[int]]]:
+        """`overlapping`, with each region's box."""
         return [
-            (e.region.set, e.tasks)
-            for e in self._index.candidates(region)
-            if e.region.overlaps(region)
+            (e.region, e.tasks) for e in self._index.candidates(region) if e.region.overlaps(region)
         ]
 
     def trim(self, written: _Region) -> None:
@@ -301,9 +331,10 @@ class _Accesses:
             self._delete(entry)
         left: dict[object, list[_Entry]] = {}
         for entry in touched:
-            rest = _Region.of_set((entry.region.set - written.set).coalesce())
-            if not rest.empty:
-                entry.region, entry.key = rest, rest.key()
+            rest = entry.region.minus(written)
+            if rest is not None:
+                if rest is not entry.region:
+                    entry.region, entry.key = rest, rest.key()
                 left.setdefault(entry.key, []).append(entry)
         for key, alike in left.items():
             kept = self._by_key.get(key)

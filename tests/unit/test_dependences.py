@@ -254,3 +254,73 @@ def test_indexed_accesses_answer_as_checking_every_pair(
             indexed.trim(region)
             pairwise.trim(region)
         assert _shown(indexed.entries()) == _shown(pairwise.entries())
+
+
+@st.composite
+def _scalar_program(draw: st.DrawFn) -> str:
+    """Tasks of scalar accesses (one element each, as generated schedules' are), some
+    stores under a condition (may-writes), on two small memrefs."""
+    tasks: list[str] = []
+    for t in range(draw(st.integers(1, 8))):
+        ops = draw(
+            st.lists(
+                st.tuples(
+                    st.sampled_from(["load", "store", "maybe"]),
+                    st.integers(0, 1),
+                    st.integers(0, 1),
+                ),
+                min_size=1,
+                max_size=4,
+            )
+        )
+        lines = ["%z = arith.constant 0.0 : f32"]
+        for n, (kind, m, i) in enumerate(ops):
+            lines.append(f"%i{n} = arith.constant {i} : index")
+            if kind == "load":
+                lines.append(f"%v{n} = memref.load %m{m}[%i{n}] : memref<3xf32>")
+            elif kind == "store":
+                lines.append(f"memref.store %z, %m{m}[%i{n}] : memref<3xf32>")
+            else:
+                lines += [
+                    f"%c{n} = arith.cmpf ogt, %z, %z : f32",
+                    f"scf.if %c{n} {{",
+                    f"  memref.store %z, %m{m}[%i{n}] : memref<3xf32>",
+                    "}",
+                ]
+        body = "\n      ".join(lines)
+        tasks.append(f"    %t{t} = dhir.task %cpu, %m0, %m1 {{\n      {body}\n    }}")
+    return (
+        "func.func @main(%m0: memref<3xf32>, %m1: memref<3xf32>) {\n"
+        '  dhir.schedule %m0, %m1 {\n    %cpu = dhir.target {kind = "cpu"}\n'
+        + "\n".join(tasks)
+        + "\n  }\n  return\n}\n"
+    )
+
+
+def _dependences(text: str) -> list[tuple[int, int, str, int | None]]:
+    schedule = _schedule(text)
+    names = {value: value.name_hint for value in schedule.args}
+    graph = task_graph(schedule)
+    return [(d.before, d.after, str(names[d.memref]), d.elements) for d in graph.dependences]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(_scalar_program())
+def test_single_elements_answer_as_isl_does(text: str) -> None:
+    """The graph of scalar accesses, where single elements skip isl, is the one isl
+    finds when every region is treated as a general set."""
+    fast = _dependences(text)
+    boxed = _Region.boxed
+
+    def general(
+        region: isl.Set, boxes: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] | None
+    ) -> _Region:
+        found = boxed(region, boxes)
+        return _Region(found.set, found.box, found.empty)  # never a point
+
+    try:
+        _Region.boxed = staticmethod(general)  # pyright: ignore[reportAttributeAccessIssue]
+        slow = _dependences(text)
+    finally:
+        _Region.boxed = staticmethod(boxed)  # pyright: ignore[reportAttributeAccessIssue]
+    assert fast == slow
