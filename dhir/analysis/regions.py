@@ -257,6 +257,11 @@ class _Template:
     regions: tuple[isl.Set, ...]
     tables: tuple[tuple[tuple[int, int], ...], ...]
     fixings: tuple[tuple[tuple[int, int], ...], ...]
+    # The regions fixed, per tuple of the constants' values: generated schedules repeat a
+    # body with the same subscripts on other memrefs (the same sets, found once).
+    _by_values: dict[tuple[int, ...], tuple[isl.Set, ...]] = field(
+        default_factory=dict[tuple[int, ...], tuple[isl.Set, ...]], compare=False, repr=False
+    )
 
     @staticmethod
     def of(task: TaskOp, constants: Sequence[arith.ConstantOp]) -> "_Template":
@@ -287,21 +292,27 @@ class _Template:
     def instance(
         self, memrefs: Sequence[SSAValue], constants: Sequence[arith.ConstantOp]
     ) -> Regions:
-        values = [_constant_value(c) for c in constants]
-        fixed = [
-            _fixed(region, fixing, values)
-            for region, fixing in zip(self.regions, self.fixings, strict=True)
-        ]
+        numbers = tuple(_constant_number(c) for c in constants)
+        fixed = self._by_values.get(numbers)
+        if fixed is None:
+            values = [_isl_value(n) for n in numbers]
+            fixed = self._by_values[numbers] = tuple(
+                _fixed(region, fixing, values)
+                for region, fixing in zip(self.regions, self.fixings, strict=True)
+            )
         reads, writes, musts = (
             {memrefs[k]: fixed[index] for k, index in table} for table in self.tables
         )
         return Regions(reads, writes, musts)
 
 
-def _constant_value(op: arith.ConstantOp) -> isl.Val:
+def _constant_number(op: arith.ConstantOp) -> int:
     attr = op.value
     assert isinstance(attr, IntegerAttr)  # a used subscript (dhir.analysis.shapes)
-    value = attr.value.data
+    return attr.value.data
+
+
+def _isl_value(value: int) -> isl.Val:
     if -(2**63) <= value < 2**63:  # what int_from_si takes; parsing text costs 8 times more
         return isl.Val.int_from_si(isl.DEFAULT_CONTEXT, value)
     return isl.Val(str(value))
