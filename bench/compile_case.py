@@ -10,6 +10,7 @@ own constants) or `neighbours` (neighbour_tasks, issue 25's program), or `matmul
 the stages' times as JSON: [[stage, seconds], ...].
 """
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,9 +26,18 @@ from dhir.toolchain.build import Timing  # noqa: E402
 from dhir.toolchain.options import RunOptions  # noqa: E402
 from dhir.toolchain.shards import is_shard_program  # noqa: E402
 
+PROGRAMS = ("plain", "literals", "neighbours", "matmuls", "nests")
+
 
 def main() -> None:
-    tasks, program, mpi = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("tasks", type=int, metavar="TASKS")
+    parser.add_argument("program", choices=PROGRAMS, metavar="PROGRAM")
+    parser.add_argument("mpi", choices=("mpich", "openmpi"), metavar="MPI")
+    args = parser.parse_args()
+    tasks, program, mpi = args.tasks, args.program, args.mpi
     if program == "neighbours":
         text = programs.neighbour_tasks(tasks)
     elif program in ("matmuls", "nests"):

@@ -8,6 +8,7 @@ arrow from each run to the next, written as PNG and as SVG to a temporary folder
 the CPU time of `gantt()` for each (time.process_time: the figure, not the machine's load).
 """
 
+import argparse
 import sys
 import tempfile
 import time
@@ -38,7 +39,11 @@ def chart(bars: int, arrows: bool) -> tuple[TaskGraph, Placement, list[Arrow]]:
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or SIZES
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("bars", type=int, nargs="*", metavar="BARS")
+    sizes = parser.parse_args().bars or SIZES
     with tempfile.TemporaryDirectory() as folder:
         for bars in sizes:
             for arrows in (False, True):
