@@ -6,8 +6,10 @@ size is a dimension of an entry's memref argument or the value of an index or in
 argument (followed through `memref.dim`, `arith.index_cast`, the views that keep a
 dimension's size, an allocation's or view's run-time sizes, and the arguments of private
 functions every call of which passes the same one: the schedule's outlined steps), the
-check's message names that argument. Anything else (a size loaded from an array,
-computed, or passed differently by two calls) names none: the note is never a guess.
+check's message names that argument (an access's index too, where it is an index
+argument's value; the interpreter's messages of the same failures name them alike).
+Anything else (a size loaded from an array, computed, or passed differently by two
+calls) names none: the note is never a guess.
 """
 
 import re

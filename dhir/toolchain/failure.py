@@ -43,7 +43,8 @@ _OPENMPI_ABORT = re.compile(r"due to process rank (\d+) with PID \d+ on node \S+
 # not there, so that the cached path's failures read without loading xDSL. The note runs
 # from its first words to the end: an entry's name may hold parentheses (`@"f(x)"`).
 _NOTE = re.compile(
-    r"(.*?)( \((?:dimension \d+: |it has )?the (?:size|value) of @.*'s argument .*\))",
+    r"(.*?)( \((?:dimension \d+: |it has |the index (?:along dimension \d+ )?is )?"
+    r"the (?:size|value) of @.*'s argument .*\))",
     re.DOTALL,
 )
 # What a failed check of --runtime-checks prints (MLIR's cf.assert, verbose-level=0; see

@@ -95,12 +95,24 @@ def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
 
 
 def _named(origins: ArgOrigins, op: Operation, dims: list[int]) -> str:
-    """The arguments the sizes of `op`'s memref along `dims` are, as the end of a
-    failure's message (each after its dimension where there are several)."""
+    """The arguments the sizes of `op`'s memref along `dims` and its indices there are,
+    as the end of a failure's message (each after its dimension where there are
+    several)."""
     memory: SSAValue = op.memref  # pyright: ignore[reportAttributeAccessIssue]
+    indices: list[SSAValue] = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
     if len(dims) == 1:
-        return note(("", origins.size(memory, dims[0])))
-    return note(*((f"dimension {d}: ", origins.size(memory, d)) for d in dims))
+        (d,) = dims
+        return note(("", origins.size(memory, d)), ("the index is ", origins.value(indices[d])))
+    return note(
+        *(
+            named
+            for d in dims
+            for named in (
+                (f"dimension {d}: ", origins.size(memory, d)),
+                (f"the index along dimension {d} is ", origins.value(indices[d])),
+            )
+        )
+    )
 
 
 def _check(op: Operation, dims: list[int], named: str) -> None:

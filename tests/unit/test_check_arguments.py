@@ -225,3 +225,89 @@ def test_an_entry_named_with_a_newline_keeps_its_note_on_one_line() -> None:
     odd = CASTS.replace("@main", '@"a\\0Ab"')
     said = _messages(odd, CastSizesPass(entry="a\nb"))
     assert said[0] == 'size mismatch of dim 0 (the value of @"a\\0Ab"\'s argument %n)'
+
+
+# a[i] read where the first element of %p is positive (line 7): %i is an index argument,
+# which no check before the run decides, as the access may not run.
+INDEXED = """\
+func.func @main(%a: memref<?xf64>, %i: index, %b: memref<1xf64>, %p: memref<1xi64>) {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0 : i64
+  %x = memref.load %p[%c0] : memref<1xi64>
+  %go = arith.cmpi sgt, %x, %z : i64
+  scf.if %go {
+    %v = memref.load %a[%i] : memref<?xf64>
+    memref.store %v, %b[%c0] : memref<1xf64>
+  }
+  return
+}
+"""
+
+
+def test_an_access_s_check_names_the_argument_its_index_is() -> None:
+    assert _messages(INDEXED, BoundsChecksPass()) == [
+        "out-of-bounds access (the size of @main's argument %a, dimension 0; the index is "
+        "the value of @main's argument %i)"
+    ]
+    two = INDEXED.replace("memref<?xf64>", "memref<?x4xf64>").replace("%a[%i]", "%a[%i, %i]")
+    assert _messages(two, BoundsChecksPass()) == [
+        "out-of-bounds access (dimension 0: the size of @main's argument %a, dimension 0; "
+        "the index along dimension 0 is the value of @main's argument %i; the index along "
+        "dimension 1 is the value of @main's argument %i)"
+    ]
+
+
+def test_a_note_of_the_index_alone_follows_the_numbers() -> None:
+    output = (
+        "ERROR: Runtime op verification failed\n^ out-of-bounds access (the index is the value "
+        'of @main\'s argument %i)\nLocation: loc("p.mlir":7:10)\n'
+    )
+    errors = "dhir: out-of-bounds access on rank 0: index 5 of dimension 0, whose size is 4\n"
+    found = failed_check(output, errors)
+    assert found is not None
+    assert found.what == (
+        "out-of-bounds access: index 5 of dimension 0, whose size is 4 (the index is the value "
+        "of @main's argument %i)"
+    )
+
+
+def _interp_error(text: str, tmp_path: Path, *inputs: object, entry: str = "main") -> str:
+    program = tmp_path / "p.mlir"
+    program.write_text(text)
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, *inputs, backend="interp", entry=entry)
+    return caught.value.diagnostics[0].message
+
+
+def test_the_interpreter_names_the_arguments_as_native_code_does(tmp_path: Path) -> None:
+    # Before, its messages named the numbers only.
+    gather = (np.array([0, 5, 1, 2], np.int64), np.arange(4.0), np.zeros(4))
+    assert _interp_error(GATHER, tmp_path, *gather).endswith(
+        "out of bounds (memref of shape 4, indices [5]) (the size of @main's argument %a, "
+        "dimension 0)"
+    )
+    indexed = (np.arange(4.0), np.int64(5), np.zeros(1), np.array([1], np.int64))
+    assert _interp_error(INDEXED, tmp_path, *indexed).endswith(
+        "(the size of @main's argument %a, dimension 0; the index is the value of @main's "
+        "argument %i)"
+    )
+    linalg = (np.zeros((2, 3)), np.zeros((1, 3)), np.array([0], np.int64))
+    assert _interp_error(LINALG, tmp_path, *linalg).endswith(
+        "the sizes must agree (it has the size of @main's argument %b, dimension 0; the loop "
+        "runs the size of @main's argument %a, dimension 0)"
+    )
+    cast = CAST_OF_N.replace("@main", '@"f(x)"')
+    said = _interp_error(cast, tmp_path, np.int64(3), np.zeros(4), entry="f(x)")
+    assert said.endswith('(dimension 0: the value of @"f(x)"\'s argument %n)'), said
+
+
+# A cast of an allocation of %n elements to 4 (line 3).
+CAST_OF_N = """\
+func.func @main(%n: index, %b: memref<4xf64>) {
+  %a = memref.alloc(%n) : memref<?xf64>
+  %c = memref.cast %a : memref<?xf64> to memref<4xf64>
+  memref.copy %b, %c : memref<4xf64> to memref<4xf64>
+  memref.dealloc %a : memref<?xf64>
+  return
+}
+"""

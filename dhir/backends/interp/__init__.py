@@ -22,6 +22,7 @@ from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from dhir.analysis.arg_origins import ArgOrigins, note
 from dhir.analysis.bounds import EntryBounds
 from dhir.backends.function_names import check_linked_callers
 from dhir.backends.interp import written
@@ -32,6 +33,7 @@ from dhir.backends.interp.core import (
     INDEX_WIDTH,
     MAX_DEPTH,
     RECURSION_LIMIT,
+    Named,
     OpStack,
     Trap,
     element,
@@ -229,7 +231,8 @@ def _interpret(
         for result in results:
             written.check_result(_end(function), result)
     except Trap as trap:
-        raise error_at(trap.op, trap.message) from None
+        named = _named(interpreter, function, trap.named)
+        raise error_at(trap.op, trap.message + named) from None
     except _TimedOut:
         message = f"the interpreter timed out after {timeout:g} s and stopped the run here"
         raise _error_here(stack, message, f"; {TIMEOUT_HINT}") from None
@@ -251,6 +254,23 @@ def _interpret(
         raise _error(stack, f"{type(error).__name__}: {error}") from None
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _named(interpreter: Interpreter, function: func.FuncOp, named: tuple[Named, ...]) -> str:
+    """The note naming the entry's arguments that a failed check's sizes and values are,
+    as native code's checks end their message (empty where none is one)."""
+    if not named:
+        return ""
+    module = interpreter.module
+    if not isinstance(module, ModuleOp):
+        return ""
+    origins = ArgOrigins(module, function.sym_name.data)
+    return note(
+        *(
+            (words, origins.value(value) if dim is None else origins.size(value, dim))
+            for words, value, dim in named
+        )
+    )
 
 
 def _error_here(stack: _OpStack, message: str, then: str = "") -> DhirError:

@@ -31,7 +31,7 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 # dhir's subclasses of xDSL ops must exist before `register` looks for them.
@@ -49,19 +49,28 @@ Values = PythonValues
 Returned = tuple[ReturnedValues, PythonValues]
 
 
+# A size or value a failed check found, for the note that names the entry's argument it
+# is (dhir.analysis.arg_origins): the words before it, and a memref and the dimension of
+# its size, or an index or integer (the dimension None) whose value it is.
+Named = tuple[str, SSAValue, int | None]
+
+
 class Trap(BaseException):
     """A run-time error of the program at `op`. A BaseException so that it passes
     through xDSL's dispatcher, which catches Exception at every nesting level and
     prints the whole module into a note each time."""
 
-    def __init__(self, op: Operation, message: str) -> None:
+    def __init__(self, op: Operation, message: str, named: tuple[Named, ...] = ()) -> None:
         super().__init__(message)
         self.op = op
         self.message = message
+        self.named = named
 
 
-def fail(op: Operation, message: str) -> NoReturn:
-    raise Trap(op, f"'{op.name}' {message}")
+def fail(op: Operation, message: str, named: tuple[Named, ...] = ()) -> NoReturn:
+    """Stop the run at `op`; `named`: the sizes and values whose arguments the message
+    names after it, as native code's checks do."""
+    raise Trap(op, f"'{op.name}' {message}", named)
 
 
 class OpStack(Interpreter.Listener):

@@ -11,7 +11,7 @@ from xdsl.interpreter import (
 from xdsl.ir import BlockArgument, Operation
 from xdsl.ir.affine import AffineDimExpr, AffineMap
 
-from dhir.backends.interp.core import Returned, Values, assign, fail, handles, register
+from dhir.backends.interp.core import Named, Returned, Values, assign, fail, handles, register
 from dhir.backends.interp.memref import checked_index, load, state, store
 from dhir.backends.interp.written import (
     copy_flags,
@@ -124,7 +124,24 @@ def _check_sizes(
                     f"operand #{k}'s dimension {d} has size {array.shape[d]}, where its "
                     f"loop d{expr.position} runs {ranges[expr.position]} times (from "
                     "another operand): the sizes must agree",
+                    _named(op, maps, (k, d), expr.position),
                 )
+
+
+def _named(
+    op: Operation, maps: list[AffineMap], at: tuple[int, int], loop: int
+) -> tuple[Named, ...]:
+    """Dimension `at` of an operand, and the first operand dimension that gives `loop`
+    its size, as native code's check names them."""
+    (k, d), given = at, []
+    for j, mapping in enumerate(maps):
+        for e, expr in enumerate(mapping.results):
+            if isinstance(expr, AffineDimExpr) and expr.position == loop:
+                given.append((j, e))
+    if not given:
+        return ()
+    j, e = given[0]
+    return (("it has ", op.operands[k], d), ("the loop runs ", op.operands[j], e))
 
 
 def _reads_and_copies(op: Operation, args: Values) -> tuple[list[bool], list[int | None]]:

@@ -26,6 +26,7 @@ from xdsl.ir import Attribute, Operation
 
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
+    Named,
     Returned,
     Values,
     assign,
@@ -120,8 +121,21 @@ def checked_index(op: Operation, array: np.ndarray, indices: Sequence[int]) -> t
                 op,
                 f"accesses index {i} of dimension {axis}, whose size is {size}, "
                 f"out of bounds (memref of shape {shape}, indices {list(indices)})",
+                _access_named(op, axis),
             )
     return tuple(indices)
+
+
+def _access_named(op: Operation, axis: int) -> tuple[Named, ...]:
+    """The size along `axis` of the one memref `op` accesses and, for a memref.load or
+    store, the index it gives there: what the failed access's note names."""
+    memories = [v for v in op.operands if isinstance(v.type, MemRefType)]
+    if len(memories) != 1:
+        return ()  # a linalg op's: which of its operands is not known here
+    named: list[Named] = [("", memories[0], axis)]
+    if isinstance(op, memref.LoadOp | memref.StoreOp) and axis < len(op.indices):
+        named.append(("the index is ", op.indices[axis], None))
+    return tuple(named)
 
 
 def load(op: Operation, array: np.ndarray, indices: Sequence[int]) -> Any:
@@ -183,9 +197,10 @@ def _check_shape(op: Operation, array: np.ndarray, type_: Attribute) -> None:
         return  # any shape casts to an unranked memref (`memref<*xf32>`)
     assert isinstance(type_, MemRefType)
     want = type_.get_shape()
-    matches = all(w in (DYNAMIC_INDEX, g) for w, g in zip(want, array.shape))
-    if len(want) != array.ndim or not matches:
-        fail(op, f"gets a memref of shape {array.shape} where {type_} is expected")
+    wrong = [d for d, (w, g) in enumerate(zip(want, array.shape)) if w not in (DYNAMIC_INDEX, g)]
+    if len(want) != array.ndim or wrong:
+        named = tuple((f"dimension {d}: ", op.operands[0], d) for d in wrong)
+        fail(op, f"gets a memref of shape {array.shape} where {type_} is expected", named)
 
 
 def _check_layout(op: Operation, array: np.ndarray, type_: Attribute) -> None:
