@@ -25,6 +25,7 @@ is refused too, and an argument that some call passes a global counts as that gl
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from math import prod
 
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -34,7 +35,7 @@ from dhir.analysis.effects import derived_results, task_effects
 from dhir.dialects import func, memref, scf
 from dhir.dialects.access import GLOBAL_USES, global_name, is_alloc, is_global
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
-from dhir.dialects.layouts import is_identity_layout
+from dhir.dialects.layouts import strided_layout
 from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import loc_of, value_name, value_names
 from dhir.ir.pass_failure import PassFailedAt
@@ -687,16 +688,18 @@ def _reach_message(part: SSAValue, what: str) -> str:
 
 def _within_source(op: memref.ReinterpretCastOp) -> bool:
     """Whether `op` surely reaches only elements of its source: a source of static shape
-    and the identity layout (offset 0), and a static offset, sizes and strides whose
-    every element lies in it."""
+    whose elements are one run of the buffer (the identity layout, or a static offset
+    and the row-major strides: a subview of whole rows), and a static offset, sizes and
+    strides whose every element lies in that run."""
     source = op.source.type
-    if not isinstance(source, MemRefType) or not is_identity_layout(source):
+    start = _run_start(source) if isinstance(source, MemRefType) else None
+    if start is None:
         return False
-    shape = source.get_shape()
+    assert isinstance(source, MemRefType)
     offsets = op.static_offsets.get_values()
     sizes = op.static_sizes.get_values()
     strides = op.static_strides.get_values()
-    numbers = [*shape, *offsets, *sizes, *strides]
+    numbers = [*offsets, *sizes, *strides]
     if any(n < 0 for n in numbers) or op.offsets or op.sizes or op.strides:
         return False  # a dynamic size or offset (DYNAMIC_INDEX is negative), or a stride
     if 0 in sizes:
@@ -704,10 +707,22 @@ def _within_source(op: memref.ReinterpretCastOp) -> bool:
     last = offsets[0] + sum(
         (size - 1) * stride for size, stride in zip(sizes, strides, strict=True)
     )
-    total = 1
-    for extent in shape:
-        total *= extent
-    return last < total
+    return start <= offsets[0] and last < start + prod(source.get_shape())
+
+
+def _run_start(kind: MemRefType) -> int | None:
+    """Where in its buffer a memref of static shape whose elements follow each other
+    (row-major, no gaps) starts; None for any other (a dynamic size, offset or stride, a
+    gap between rows)."""
+    shape = kind.get_shape()
+    layout = strided_layout(kind)
+    if layout is None or layout[1] is None or any(n < 0 for n in shape):
+        return None
+    strides, start = layout
+    for dim, (size, stride) in enumerate(zip(shape, strides, strict=True)):
+        if size > 1 and stride != prod(shape[dim + 1 :]):
+            return None
+    return start
 
 
 def _stretching_functions(module: ModuleOp) -> dict[str, Operation]:

@@ -602,6 +602,47 @@ def test_casts_within_the_operand_or_of_whole_buffers_pass() -> None:
     check_shared_data(parse_string(whole))
 
 
+# %v, rows 1-2 of %a (elements 8 to 23 of its buffer), reinterpret_cast in a task to 4
+# elements from OFFSET; VIEW replaced for a view that is no run of its buffer.
+CAST_OF_ROWS = """
+func.func @main(%a: memref<4x8xf64>, %b: memref<4xf64>) {
+  %v = memref.subview %a[1, 0] [2, 8] [1, 1] : memref<4x8xf64> to VIEW
+  dhir.schedule %v, %b {
+    %t = dhir.task target = "cpu", %v, %b attributes {dhir.rank = 0 : i64} {
+      %r = memref.reinterpret_cast %v to offset: [OFFSET], sizes: [4], strides: [1] : VIEW to memref<4xf64, strided<[1], offset: OFFSET>>
+      memref.copy %r, %b : memref<4xf64, strided<[1], offset: OFFSET>> to memref<4xf64>
+    }
+  }
+  func.return
+}
+"""
+ROWS = "memref<2x8xf64, strided<[8, 1], offset: 8>>"
+
+
+@pytest.mark.parametrize(
+    ("offset", "inside"), [(8, True), (10, True), (20, True), (21, False), (4, False)]
+)
+def test_a_cast_of_a_view_operand_passes_where_it_stays_in_the_view(
+    offset: int, inside: bool
+) -> None:
+    # Before, any cast of a view (not of the identity layout) was refused, also
+    # elements 10 to 13 of rows 8 to 23, which the interpreter runs.
+    text = CAST_OF_ROWS.replace("VIEW", ROWS).replace("OFFSET", str(offset))
+    if inside:
+        check_shared_data(parse_string(text))
+        return
+    with pytest.raises(PassFailedAt, match="this reinterpret_cast may reach elements outside %v"):
+        check_shared_data(parse_string(text))
+
+
+def test_a_cast_inside_a_view_of_gaps_is_refused() -> None:
+    # Columns 0-3 of rows 1-2: elements 12 and 13, between its first and last, are not its.
+    columns = "memref<2x4xf64, strided<[8, 1], offset: 8>>"
+    text = CAST_OF_ROWS.replace("[2, 8] [1, 1]", "[2, 4] [1, 1]").replace("VIEW", columns)
+    with pytest.raises(PassFailedAt, match="may reach elements outside %v"):
+        check_shared_data(parse_string(text.replace("OFFSET", "10")))
+
+
 # @h holds the schedule and takes %r as an argument; @main passes it ARG.
 CALLED_WITH_A_VIEW = """
 func.func private @h(%r: memref<4xf32>, %b: memref<4xf32>) {
