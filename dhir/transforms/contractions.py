@@ -1,7 +1,7 @@
 """Linalg's contractions in CPU tasks, for dhir-optimize-bodies: `linalg.matmul`,
 `batch_matmul`, `batch_reduce_matmul`, `matvec`, `batch_matvec`, `vecmat` and `dot` on
-memrefs, and a `linalg.generic` with one reduction dimension whose maps only pick
-dimensions, become the loops they mean, each output element's sum running up the
+memrefs, and a `linalg.generic` with one output and reduction dimensions whose maps only
+pick dimensions, become the loops they mean, each output element's sum running up the
 reduction, as the interpreter computes it, in whichever order of its dimensions the
 kernels and row sums take next (`_order`; a named op as its generic form), not
 necessarily the one a generic lists; or, for the named ops with their own body (`out +
@@ -162,17 +162,18 @@ def _refusal(op: Contraction) -> str | None:
 
 
 def _generic_refusal(op: linalg.GenericOp) -> str | None:
-    """Why the loops `_loops` makes would not be `op`'s, or None: one output, one
-    reduction dimension (its updates of an element run in ascending order wherever the
-    dimension sits, as the interpreter runs them), maps that only pick dimensions (every
-    one of them from some operand's shape), the output's not the reduction's, and a body
-    that does not ask for its indices."""
+    """Why the loops `_loops` makes would not be `op`'s, or None: one output, reduction
+    dimensions (an element's updates run in the lexicographic order of the reductions,
+    as the generic lists them, wherever they sit among the parallel ones, as the
+    interpreter runs them: `_order` keeps that order), maps that only pick dimensions
+    (every one of them from some operand's shape), the output's none of the reductions,
+    and a body that does not ask for its indices."""
     maps = [m.data for m in op.get_indexing_maps()]
     kinds = [str(kind.data.value) for kind in op.get_iterator_types()]
     if "reduction" not in kinds:
         return "with no reduction dimension (the optimizer rewrites contractions)"
-    if len(op.outputs) != 1 or kinds.count("reduction") != 1:
-        return "without exactly one output and one reduction dimension"
+    if len(op.outputs) != 1:
+        return "without exactly one output"
     picked = {
         r.position for m in maps for r in m.results if isinstance(r, AffineDimExpr)
     }  # fmt: skip
@@ -180,9 +181,8 @@ def _generic_refusal(op: linalg.GenericOp) -> str | None:
         kinds
     ):
         return "whose maps do more than pick each dimension"
-    reduction = kinds.index("reduction")
-    if any(cast(AffineDimExpr, r).position == reduction for r in maps[-1].results):
-        return "whose output is indexed by the reduction dimension"
+    if any(kinds[cast(AffineDimExpr, r).position] == "reduction" for r in maps[-1].results):
+        return "whose output is indexed by a reduction dimension"
     if any(isinstance(inner, linalg.IndexOp) for inner in op.body.walk()):
         return "whose body takes its indices (linalg.index)"
     return None

@@ -549,12 +549,14 @@ class _RowLanes:
     steps of `k` at a time, as V vectors, and transposed in registers, so that step c of
     `k` has each row's A[i, k + c] in its lane; x[k] is broadcast. Each lane computes its
     row's sum with the row's own operations in the order of `k`: exact. The steps of `k`
-    left over load A lane by lane."""
+    left over load A lane by lane. The reads may lead with subscripts fixed in the row
+    loop (a batch's `A[b, i, k]`, `x[b, k]`: batch_matvec): each such read is then one
+    matrix's or vector's, as above."""
 
     row: scf.ForOp
     red: scf.ForOp
     kind: VectorType
-    rows_of: list[SSAValue]  # memrefs read at [i, k]
+    rows_of: list["_Rows"]  # what is read at [..., i, k]
     # The body's values made outside the loops: each row's value of what it takes from
     # outside the sums, its constants; as vectors, once per block of rows (_sums).
     outside: dict[SSAValue, SSAValue] = field(default_factory=dict)
@@ -572,15 +574,19 @@ class _RowLanes:
         if int_constant(red.step) != 1 or bits // element.bitwidth < 2:
             raise _Left("its k steps by more than 1")
         i, k = _iv(row), _iv(red)
-        rows_of: list[SSAValue] = []
+        rows_of: list[_Rows] = []
         for op in _body_ops(red):
             if isinstance(op, memref.LoadOp):
-                where = list(op.indices)
+                *fixed, last = (None, *op.indices)
                 if op.res.type != element:
                     raise _Left(f"it loads {op.res.type} beside sums of {element}")
-                if where == [i, k] and _row_major(op.memref):
-                    rows_of += [op.memref] if op.memref not in rows_of else []
-                elif where != [k]:
+                fixed = cast(list[SSAValue], fixed[1:])
+                if any(defined_inside(v, row) for v in fixed[:-1]) or last is not k:
+                    raise _Left("it loads other than A[i, k] and x[k]")
+                rows = _Rows(op.memref, tuple(fixed[:-1]))
+                if fixed and fixed[-1] is i and _row_major(op.memref):
+                    rows_of += [rows] if rows not in rows_of else []
+                elif fixed and defined_inside(fixed[-1], row):
                     raise _Left("it loads other than A[i, k] and x[k]")
             elif not isinstance(op, _LANEWISE) and not (
                 isinstance(op, arith.ConstantOp) and isinstance(op.result.type, AnyFloat)
@@ -629,7 +635,11 @@ class _RowLanes:
         rows = [_scalar(_iv(self.row), env) for env in envs]
         columns = {
             m: _transpose(
-                block, [put(block, vector.LoadOp(m, [i, k], self.kind)).result for i in rows]
+                block,
+                [
+                    put(block, vector.LoadOp(m.memref, [*m.fixed, i, k], self.kind)).result
+                    for i in rows
+                ],
             )
             for m in self.rows_of
         }
@@ -645,7 +655,9 @@ class _RowLanes:
         rows = [_scalar(_iv(self.row), env) for env in envs]
         loaded = {
             m: _vector_of(
-                block, [put(block, memref.LoadOp.get(m, [i, k])).res for i in rows], self.kind
+                block,
+                [put(block, memref.LoadOp.get(m.memref, [*m.fixed, i, k])).res for i in rows],
+                self.kind,
             )
             for m in self.rows_of
         }
@@ -657,16 +669,18 @@ class _RowLanes:
         envs: list[Env],
         k: SSAValue,
         accs: list[SSAValue],
-        rows_at_k: dict[SSAValue, SSAValue],
+        rows_at_k: "dict[_Rows, SSAValue]",
     ) -> list[SSAValue]:
         """One step of `k`: the body's ops on vectors of the rows."""
         red = self.red
         lanes = {**self.outside, **dict(zip(red.body.block.args[1:], accs))}
+        row = _iv(self.row)
         for op in _body_ops(red):
-            if isinstance(op, memref.LoadOp) and op.memref in rows_at_k and len(op.indices) == 2:
-                lanes[op.res] = rows_at_k[op.memref]
+            fixed = tuple(op.indices[:-2]) if isinstance(op, memref.LoadOp) else ()
+            if isinstance(op, memref.LoadOp) and op.indices[-2:-1] == (row,):
+                lanes[op.res] = rows_at_k[_Rows(op.memref, fixed)]
             elif isinstance(op, memref.LoadOp):
-                scalar = put(block, memref.LoadOp.get(op.memref, [k])).res
+                scalar = put(block, memref.LoadOp.get(op.memref, [*op.indices[:-1], k])).res
                 lanes[op.res] = put(block, vector.BroadcastOp(scalar, self.kind)).vector
             elif not isinstance(op, arith.ConstantOp):
                 made = type(op).create(
@@ -697,6 +711,15 @@ class _RowLanes:
     def _across(self, block: Block, value: SSAValue, envs: list[Env]) -> SSAValue:
         """`value` (defined outside the sums) as a vector of each row's."""
         return _vector_of(block, [_scalar(value, env) for env in envs], self.kind)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """A memref read along the rows and `k`, at the subscripts `fixed` before those (none
+    for `A[i, k]`; a batch's `b` for `A[b, i, k]`), which the row loop does not change."""
+
+    memref: SSAValue
+    fixed: tuple[SSAValue, ...]
 
 
 def _vector_of(block: Block, scalars: list[SSAValue], kind: VectorType) -> SSAValue:

@@ -31,7 +31,12 @@ KINDS = {
     "matvec": (("i", "k"), ("k",), ("i",)),
     "vecmat": (("k",), ("k", "j"), ("j",)),
     "spread": (("i", "k"), ("k", "j"), ("i",)),
+    # Two reductions, k and l: each element's updates run up (k, l) in the order the
+    # generic lists them, as the interpreter runs them.
+    "gemm2": (("i", "k", "l"), ("l", "k", "j"), ("i", "j")),
+    "sum2": (("k", "i", "l"), ("l",), ("i",)),
 }
+REDUCTIONS = ("k", "l")
 # The named ops, by the kind of generic each one is.
 NAMED = {
     "gemm": "matmul",
@@ -83,7 +88,7 @@ class Product:
         dims = ", ".join(self.order)
         types = ["memref<" + "x".join([*map(str, s), t]) + ">" for s in self.shapes()]
         maps = [f"affine_map<({dims}) -> ({', '.join(p)})>" for p in self.subscripts()]
-        kinds = ", ".join('"reduction"' if d == "k" else '"parallel"' for d in self.order)
+        kinds = ", ".join('"reduction"' if d in REDUCTIONS else '"parallel"' for d in self.order)
         body = [line.format(t=t) for line in BODIES[self.body]]
         operands = f"ins(%A, %B : {types[0]}, {types[1]}) outs(%C : {types[2]})"
         op = (
@@ -127,7 +132,7 @@ def products(draw: st.DrawFn) -> Product:
     kind = draw(st.sampled_from(sorted(KINDS)))
     dims = sorted({d for picks in KINDS[kind] for d in picks})
     order = tuple(draw(st.permutations(dims)))
-    limits = {"b": (1, 3), "i": (1, 9), "j": (1, 40), "k": (0, 5)}
+    limits = {"b": (1, 3), "i": (1, 9), "j": (1, 40), "k": (0, 5), "l": (0, 4)}
     sizes = tuple((d, draw(st.integers(*limits[d]))) for d in dims)
     flips = draw(st.tuples(st.booleans(), st.booleans(), st.booleans()))
     body = draw(st.sampled_from(sorted(BODIES)))
@@ -140,12 +145,19 @@ def products(draw: st.DrawFn) -> Product:
 @given(product=products())
 @example(product=Product("spread", ("k", "i", "j"), (("i", 3), ("j", 5), ("k", 2))))
 @example(
+    product=Product(
+        "gemm2", ("l", "j", "k", "i"), (("i", 5), ("j", 9), ("k", 3), ("l", 2)), body="sub"
+    )
+)
+@example(product=Product("sum2", ("i", "l", "k"), (("i", 6), ("k", 3), ("l", 4)), body="max"))
+@example(
     product=Product("gemm", ("k", "j", "i"), (("i", 5), ("j", 9), ("k", 3)), (False, True, True))
 )
 def test_a_generic_in_any_order_of_dimensions_is_exact(product: Product) -> None:
     """Whatever order the generic lists its dimensions in, whichever operands are
-    transposed, the loops the optimizer picks give each element its updates up the
-    reduction, as the interpreter does: the native result is the interpreter's."""
+    transposed, with one reduction or two, the loops the optimizer picks give each
+    element its updates up the reductions, as the interpreter does: the native result is
+    the interpreter's."""
     inputs = product.inputs(sum(s for _, s in product.sizes))
     want = dhir.run(product.text(), *inputs, backend="interp", ranks=1)
     got = dhir.run(product.text(), *inputs, backend="native", ranks=1)
@@ -326,3 +338,115 @@ def test_batch_matvec_and_batch_reduce_matmul_are_exact(
     decisions = [d.text for d in optimize_bodies(module, 256)]
     assert not any(d.startswith("left") for d in decisions), decisions
     assert any(d.startswith(kernel) and d.endswith("exact") for d in decisions), decisions
+
+
+def test_batch_matvec_gets_the_row_lanes_of_matvec() -> None:
+    """Each matrix of linalg.batch_matvec runs its rows' sums in vector lanes, as matvec's
+    do (its reads `A[b, i, k]` and `x[b, k]` lead with the batch, which the row loop does
+    not change); it ran 8 rows' sums as scalars before."""
+    lanes = "sums of 4 rows run in vector lanes (4 steps of k transposed in registers"
+    for name, shapes in (
+        ("matvec", [(13, 7), (7,), (13,)]),
+        ("batch_matvec", [(3, 13, 7), (3, 7), (3, 13)]),
+    ):
+        module = parse_string(_batched_text(name, shapes, "f64"))
+        drop_code(module, "main")
+        (decision,) = [d.text for d in optimize_bodies(module, 256)]
+        assert decision.startswith(lanes), decision
+
+
+# Row sums written by hand whose reads lead with subscripts the row loop does not
+# change: each operand's leading subscript, none, the batch `b`, or a constant.
+_LEADS = {"none": "", "b": "%b, ", "const": "%c1, "}
+
+
+def _led_row_sums(lead_a: str, lead_x: str, rows: int, depth: int, dtype: str) -> str:
+    t = dtype
+    batch = 3
+    shape_a = ("" if lead_a == "none" else f"{batch}x") + f"{rows}x{depth}x{t}"
+    shape_x = ("" if lead_x == "none" else f"{batch}x") + f"{depth}x{t}"
+    return "\n".join(
+        [
+            f"func.func @main(%A: memref<{shape_a}>, %X: memref<{shape_x}>,"
+            f" %Y: memref<{batch}x{rows}x{t}>) {{",
+            "  %c0 = arith.constant 0 : index",
+            "  %c1 = arith.constant 1 : index",
+            f"  %nb = arith.constant {batch} : index",
+            f"  %ni = arith.constant {rows} : index",
+            f"  %nk = arith.constant {depth} : index",
+            "  scf.for %b = %c0 to %nb step %c1 {",
+            "    scf.for %i = %c0 to %ni step %c1 {",
+            f"      %y0 = memref.load %Y[%b, %i] : memref<{batch}x{rows}x{t}>",
+            f"      %s = scf.for %k = %c0 to %nk step %c1 iter_args(%acc = %y0) -> ({t}) {{",
+            f"        %a = memref.load %A[{_LEADS[lead_a]}%i, %k] : memref<{shape_a}>",
+            f"        %x = memref.load %X[{_LEADS[lead_x]}%k] : memref<{shape_x}>",
+            f"        %p = arith.mulf %a, %x : {t}",
+            f"        %q = arith.subf %acc, %p : {t}",
+            f"        scf.yield %q : {t}",
+            "      }",
+            f"      memref.store %s, %Y[%b, %i] : memref<{batch}x{rows}x{t}>",
+            "    }",
+            "  }",
+            "  return",
+            "}",
+            "",
+        ]
+    )
+
+
+@needs_llvm
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lead_a=st.sampled_from(sorted(_LEADS)),
+    lead_x=st.sampled_from(sorted(_LEADS)),
+    rows=st.sampled_from([1, 4, 9, 17]),
+    depth=st.sampled_from([0, 1, 3, 8, 11]),
+    dtype=st.sampled_from(["f32", "f64"]),
+)
+@example(lead_a="b", lead_x="const", rows=9, depth=11, dtype="f64")
+def test_row_lanes_with_leading_fixed_subscripts_are_exact(
+    lead_a: str, lead_x: str, rows: int, depth: int, dtype: str
+) -> None:
+    """Row sums whose reads of A lead with a batch index or a constant take the vector
+    lanes; every form gives the interpreter's bits, signs of zeros too."""
+    text = _led_row_sums(lead_a, lead_x, rows, depth, dtype)
+    module = parse_string(text)
+    drop_code(module, "main")
+    decisions = [d.text for d in optimize_bodies(module, 256)]
+    # With `A[i, k]` and `x[b, k]` the batch may be the rows and `i` the columns instead.
+    if lead_a != "none":
+        assert any("run in vector lanes" in d for d in decisions), decisions
+    rng = np.random.default_rng(rows * 100 + depth)
+    kind = np.float64 if dtype == "f64" else np.float32
+    batch = 3
+    shapes = [
+        (rows, depth) if lead_a == "none" else (batch, rows, depth),
+        (depth,) if lead_x == "none" else (batch, depth),
+        (batch, rows),
+    ]
+    inputs = [np.asarray(rng.standard_normal(s)).astype(kind) for s in shapes]
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)[2]
+    got = dhir.run(text, *inputs, backend="native", ranks=1)[2]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize(
+    ("kind", "order", "want"),
+    [
+        ("gemm2", ("i", "j", "k", "l"), "nest (i-k-j) "),
+        ("gemm2", ("l", "k", "j", "i"), "nest (i-k-j) "),
+        ("sum2", ("k", "i", "l"), "sums of 4 rows run in vector lanes"),
+    ],
+)
+def test_a_generic_with_two_reductions_gets_a_kernel(
+    kind: str, order: tuple[str, ...], want: str
+) -> None:
+    """A generic summing over two dimensions is written as its loops (the first
+    reduction outermost, so that each element's updates run up both in the generic's
+    order) and takes a kernel; it was left to MLIR's lowering ("without exactly one
+    output and one reduction dimension")."""
+    sizes = (("i", 9), ("j", 37), ("k", 3), ("l", 5))
+    product = Product(kind, order, tuple(s for s in sizes if s[0] in order))
+    (decision,) = _decisions(product)
+    assert decision.startswith(want) and decision.endswith("exact"), decision
