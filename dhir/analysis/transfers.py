@@ -21,7 +21,7 @@ Sends of one memref between two ranks are posted in the order of their receives,
 MPI matches them right without extra tags.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import islpy as isl
@@ -171,7 +171,7 @@ def skipped_first(
     events: Sequence[Event],
     first: Validity,
     start: Validity,
-    shared: Iterable[SSAValue] = (),
+    shared: Mapping[SSAValue, isl.Set] | None = None,
 ) -> frozenset[int]:
     """The slots of the transfers, of `events` planned from `start` (the validity every
     iteration of a time loop begins with), that the loop's first iteration, beginning
@@ -179,9 +179,9 @@ def skipped_first(
     `start` meets with what an iteration leaves), needs not: their receivers already
     hold what they carry. Checked by running the first iteration from `first` with the
     other transfers: empty where a task would then lack an element it needs, or the
-    iteration ends holding less than `start` (the later iterations' plan), once the
-    `shared` memrefs are made whole on every rank, as every iteration's end makes them
-    (the ones the loop's host code loads)."""
+    iteration ends holding less than `start` (the later iterations' plan), once every
+    rank holds the `shared` regions, as every iteration's end makes them (the elements
+    the loop's host code loads)."""
     state = first.copy()
     received: dict[int, list[Transfer]] = {}
     slots: dict[int, int] = {}
@@ -207,6 +207,6 @@ def skipped_first(
             if not state.holds(value, step.rank, needed):
                 return frozenset()
             step.run(value, state)
-    for value in shared:
-        state.assemble(value, None)
+    for value, region in (shared or {}).items():
+        state.spread(value, region)
     return frozenset(skipped) if state.meet(start).same(start) else frozenset()

@@ -252,6 +252,22 @@ class Validity:
         self.held[memref] = Slabs.of([full for _ in range(self.ranks)])
         return transfers
 
+    def spread(self, memref: SSAValue, region: isl.Set) -> list[Transfer]:
+        """Transfers that leave every rank holding `region` of `memref`: as `assemble`
+        to every rank where that is all of it; else one broadcast where a rank holds it
+        all and several lack it, or each rank brought what it lacks."""
+        full = everything(memref.type)
+        wanted = units(memref.type, region) & full
+        if full.is_subset(wanted):
+            return self.assemble(memref, None)
+        holders = [r for r in range(self.ranks) if self.holds(memref, r, wanted)]
+        if holders and self.ranks - len(holders) > 1:
+            transfer = self._transfer(memref, holders[0], None, wanted)
+            everyone = {rank: _add for rank in range(self.ranks)}
+            self.held[memref].update(carried(memref, transfer), everyone)
+            return [transfer]
+        return [t for rank in range(self.ranks) for t in self.bring(memref, rank, wanted)]
+
     def collective(self, memref: SSAValue, dest: int | None) -> list[Block | None] | None:
         """Per rank, the one run of memory it contributes when `memref` is assembled by a
         single collective (a gather to `dest`, or to every rank when None), or None for a

@@ -33,6 +33,7 @@ larger than a piece (docs/semantics.md). Why no rank waits forever: see
 analysis/transfers.py and docs/semantics.md, "Deadlock freedom".
 """
 
+import functools
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -65,6 +66,7 @@ from dhir.analysis.outputs import (
     dead_after,
     entry_called,
     final_to_root,
+    loaded_elements,
     remembered,
     root_only,
     step_loop,
@@ -72,7 +74,15 @@ from dhir.analysis.outputs import (
 from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events, skipped_first
-from dhir.analysis.validity import Block, Transfer, Validity, merge_blocks
+from dhir.analysis.validity import (
+    Block,
+    Box,
+    Transfer,
+    Validity,
+    divisible,
+    everything,
+    merge_blocks,
+)
 from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
@@ -210,7 +220,7 @@ class LowerToMPIPass(ModulePass):
             kept = loop_entry_state(schedule, self.ranks, plans, parts.held)
         loop, start = kept if kept is not None else (None, None)
         outputs = root_only(loop or schedule, self.entry_name, called)
-        shared = found[1] if kept is not None and found is not None else frozenset()
+        shared = shared_regions(schedule) if kept is not None else {}
         return outputs, start, loop, shared
 
     def _partition(
@@ -241,9 +251,9 @@ class LowerToMPIPass(ModulePass):
 # Per memref argument held in part, the elements each rank holds when a schedule starts.
 _Held = dict[SSAValue, list[isl.Set]]
 # The memrefs only rank 0 needs after a schedule, and for a schedule that keeps its data
-# distributed through a time loop, its entry validity, the loop, and the memrefs the
-# loop's host code loads (`step_loop`), made whole on every rank at each step's end.
-_Step = tuple[set[SSAValue], Validity | None, Operation | None, frozenset[SSAValue]]
+# distributed through a time loop, its entry validity, the loop, and the elements the
+# loop's host code loads (`shared_regions`), on every rank at each step's end.
+_Step = tuple[set[SSAValue], Validity | None, Operation | None, dict[SSAValue, isl.Set]]
 
 
 @dataclass
@@ -388,6 +398,26 @@ def _plans(schedule: ScheduleOp) -> list[TaskStep]:
     ]
 
 
+def shared_regions(schedule: ScheduleOp) -> dict[SSAValue, isl.Set]:
+    """Per memref that host code in the time loop around `schedule` loads (`step_loop`),
+    the elements it loads (`loaded_elements`; all of them where a subscript is not
+    known, or the shape is not)."""
+    found = step_loop(schedule)
+    if found is None:
+        return {}
+    loop, loaded = found
+    out: dict[SSAValue, isl.Set] = {}
+    for value in loaded:
+        full = everything(value.type)
+        elements = loaded_elements(loop, schedule, value) if divisible(value.type) else None
+        if elements is None:
+            out[value] = full
+            continue
+        points = [Box(e, tuple(k + 1 for k in e)).as_set() for e in elements]
+        out[value] = functools.reduce(isl.Set.union, points, full.empty(full.get_space())) & full
+    return out
+
+
 def loop_entry_state(
     schedule: ScheduleOp,
     ranks: int,
@@ -397,14 +427,15 @@ def loop_entry_state(
     """For a schedule that is the only user of its memrefs in the body of a loop: the
     loop, and the validity that holds at the start of every iteration, the fixed point
     of running the body from "everything everywhere" (the state on entry) met with what
-    the body leaves, the memrefs the loop's host code loads made whole on every rank
-    (`step_loop`). None when the schedule is not in such a loop, or no fixed point is
+    the body leaves, the elements the loop's host code loads brought to every rank
+    (`shared_regions`). None when the schedule is not in such a loop, or no fixed point is
     found. `plans`: the schedule's, when known; `held`: what each rank holds of the
     memrefs it holds only in part."""
     found = step_loop(schedule)
     if found is None:
         return None
-    loop, shared = found
+    loop = found[0]
+    shared = shared_regions(schedule)
     plans = plans if plans is not None else _plans(schedule)
     state = Validity(list(schedule.args), ranks, held)
     for _ in range(LOOP_ROUNDS):
@@ -412,8 +443,8 @@ def loop_entry_state(
         for plan in plans:
             for value in plan.effects.touches():
                 plan.run(value, after)
-        for value in shared:
-            after.assemble(value, None)
+        for value, region in shared.items():
+            after.spread(value, region)
         met = state.meet(after)
         if met.same(state):
             return loop, state
@@ -439,8 +470,8 @@ class _ScheduleLowering:
     held: "_Held" = field(default_factory=dict)
     dead: set[SSAValue] = field(default_factory=set[SSAValue])  # no rank needs after it
     memo: Memo = field(default_factory=Memo)  # the function's block's (outputs.remembered)
-    # The memrefs a time loop's host code loads, whole on every rank at each step's end.
-    shared: frozenset[SSAValue] = frozenset()
+    # The elements a time loop's host code loads, on every rank at each step's end.
+    shared: dict[SSAValue, isl.Set] = field(default_factory=dict[SSAValue, isl.Set])
 
     def run(
         self,
@@ -517,18 +548,21 @@ class _ScheduleLowering:
                 self._place_transfer(transfer, position[value], sink)
 
     def _share(self, position: dict[SSAValue, int]) -> None:
-        """At the end of a step of a time loop, make each memref its host code loads
-        (`shared`) whole on every rank, which all run those loads: a condition testing a
+        """At the end of a step of a time loop, bring the elements its host code loads
+        (`shared`) to every rank, which all run those loads: a condition testing a
         residual takes the same branch on each."""
         for value in sorted(self.shared, key=position.__getitem__):
-            if self.state.everywhere(value):
+            region = self.shared[value]
+            if all(self.state.holds(value, r, region) for r in range(self.ranks)):
                 continue
             self._check_sendable(self.schedule, value)
-            runs = self.state.collective(value, None) if self.ranks > 2 else None
+            whole = everything(value.type).is_subset(region)
+            runs = self.state.collective(value, None) if self.ranks > 2 and whole else None
             if runs is not None:
                 self._place_collective(value, runs, None, self)
+                self.state.assemble(value, None)
                 continue
-            for transfer in self.state.assemble(value, None):
+            for transfer in self.state.spread(value, region):
                 self._place_transfer(transfer, position[value], self)
 
     def _place_writes(self, value: SSAValue, state: Validity, sink: "_Sink") -> None:

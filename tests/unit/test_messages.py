@@ -506,22 +506,27 @@ def test_a_while_time_loops_first_step_skips_what_the_input_gave(loop: str, rank
     assert [(int(w[4]), int(w[7])) for w in lines] == sent, lines
 
 
-def _residual(ranks: int, loop: str) -> str:
-    """`_ring` in an scf.while whose condition loads %C[0] (a residual, here a count the
-    last rank's task adds 1 to each step) rather than testing its counter; `loop`:
-    "counted" (the condition in the before region, the schedule in the after one) or
-    "do" (both in the before region, the load after the schedule)."""
+def _residual(ranks: int, loop: str, size: int = 1) -> str:
+    """`_ring` in an scf.while whose condition loads %C[size - 1] (a residual, here a
+    count the last rank's task adds 1 to, in each of %C's `size` elements, each step)
+    rather than testing its counter; `loop`: "counted" (the condition in the before
+    region, the schedule in the after one) or "do" (both in the before region, the load
+    after the schedule)."""
     text = _ring(ranks, loop)
-    kind = "memref<1xf64>"
+    kind = f"memref<{size}xf64>"
     text = text.replace("func.func @main(", f"func.func @main(%C: {kind}, ")
     text = text.replace("dhir.schedule ", "dhir.schedule %C, ")
     task = [
         f"      %cc = dhir.task %cpu, %C attributes {{dhir.rank = {ranks - 1} : i64}} {{",
         "        %z = arith.constant 0 : index",
+        "        %e = arith.constant 1 : index",
+        f"        %size = arith.constant {size} : index",
         "        %o = arith.constant 1.0 : f64",
-        f"        %v = memref.load %C[%z] : {kind}",
-        "        %w = arith.addf %v, %o : f64",
-        f"        memref.store %w, %C[%z] : {kind}",
+        "        scf.for %q = %z to %size step %e {",
+        f"          %v = memref.load %C[%q] : {kind}",
+        "          %w = arith.addf %v, %o : f64",
+        f"          memref.store %w, %C[%q] : {kind}",
+        "        }",
         "      }",
     ]
     lines = text.split("\n")
@@ -529,9 +534,9 @@ def _residual(ranks: int, loop: str) -> str:
     lines[end:end] = task
     counter = "%t" if loop == "counted" else "%n"
     test = f"    %go = arith.cmpi slt, {counter}, %steps : index"
-    residual = (
-        f"    %cv = memref.load %C[%c0] : {kind}\n    %go = arith.cmpf olt, %cv, %three : f64"
-    )
+    last = f"    %last = arith.constant {size - 1} : index\n"
+    load = f"    %cv = memref.load %C[%last] : {kind}\n"
+    residual = f"{last}{load}    %go = arith.cmpf olt, %cv, %three : f64"
     return "\n".join(lines).replace(test, residual)
 
 
@@ -555,21 +560,26 @@ def test_a_while_testing_a_residual_keeps_its_data_distributed() -> None:
 @needs_mpi
 @pytest.mark.parametrize("loop", ["counted", "do"])
 @pytest.mark.parametrize("ranks", [2, 3])
-def test_a_while_testing_a_residual_skips_what_the_input_gave(loop: str, ranks: int) -> None:
+@pytest.mark.parametrize("size", [1, 8])
+def test_a_while_testing_a_residual_skips_what_the_input_gave(
+    loop: str, ranks: int, size: int
+) -> None:
     """The ring again, in an scf.while whose condition loads %C[0], which the last rank's
     task counts up: each step's end brings %C[0] to every rank (8 bytes), and the arrays
     stay apart between steps, so the first step skips what the input gave, as a counted
     loop does. The arrays were assembled at every step's end before (2 ranks: 408 bytes
     in 6 messages from rank 1; 3 ranks: 768 in 6 from ranks 0 and 1, 408 in 6 from rank
-    2); the results are the interpreter's, bit for bit."""
+    2). Of a %C of 8 elements only the one loaded goes to each rank at a step's end (it
+    went whole: on 2 ranks 448 bytes in 5 messages from the last rank, now 336 in 6).
+    The results are the interpreter's, bit for bit."""
     from dhir import parse_string
     from dhir.runner import run_module
     from dhir.toolchain.build import Timing
     from dhir.toolchain.options import RunOptions
 
-    text = _residual(ranks, loop)
+    text = _residual(ranks, loop, size)
     rng = np.random.default_rng(ranks)
-    inputs = [np.zeros(1), *(rng.standard_normal((8, 4)) for _ in range(ranks))]
+    inputs = [np.zeros(size), *(rng.standard_normal((8, 4)) for _ in range(ranks))]
     timing = Timing()
     got = run_module(
         parse_string(text), "main", inputs, "native", RunOptions(ranks=ranks), timing=timing
@@ -577,8 +587,14 @@ def test_a_while_testing_a_residual_skips_what_the_input_gave(loop: str, ranks: 
     want = dhir.run(text, *inputs, backend="interp", ranks=1)
     for expected, actual in zip(want, got, strict=True):
         np.testing.assert_array_equal(actual, expected)
-    assert got[0][0] == 3.0
+    assert got[0][-1] == 3.0
     lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
     block = 4 * 4 * 8  # rows 0-3 of one array
-    sent = [(3 * block, 3)] * (ranks - 1) + [(2 * block + 3 * 8, 5)]
+    # Each step's %C[size - 1], from the last rank: one message (a send, a broadcast, or
+    # for the whole %C on 3 ranks an MPI_Allgatherv); for 8 elements, after the loop
+    # the other 7 to rank 0, which writes the results.
+    shared = (8, 1)
+    after = (0, 0) if size == 1 else (7 * 8, 1)
+    last = (2 * block + 3 * shared[0] + after[0], 2 + 3 * shared[1] + after[1])
+    sent = [(3 * block, 3)] * (ranks - 1) + [last]
     assert [(int(w[4]), int(w[7])) for w in lines] == sent, lines
