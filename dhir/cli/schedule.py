@@ -93,6 +93,7 @@ from dhir.toolchain.options import (
 )
 from dhir.toolchain.rank_splits import RankSplits
 from dhir.toolchain.tensors import bufferize
+from dhir.transforms.annotate_dependences import check_annotations
 from dhir.transforms.optimize_bodies import Decision, decision_lines
 from dhir.transforms.place import (
     PlacePass,
@@ -481,6 +482,7 @@ def program_graphs(
     became of each; None: as written."""
 
     module = _read_program(path)
+    check_annotations(module.walk())  # as `dhir run` refuses them (a dhir.after it ignores)
     if entry is not None:  # named: the module must have it; else @main, where there is one
         find_entry(module, entry)  # dhir run's error for an entry it lacks
     entry = entry or "main"

@@ -1,8 +1,11 @@
 """What dhir-annotate-dependences writes on a task is for reading: a program that
 carries it into a run is refused at the task, not silently run without it."""
 
+from pathlib import Path
+
 import pytest
 
+from dhir.cli.main import main
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.text import parse_string
 from dhir.runner import check_runnable
@@ -59,3 +62,11 @@ def test_every_annotation_is_checked() -> None:
 def test_attributes_dhir_reads_still_run() -> None:
     module = parse_string(PROGRAM.format(attrs='name = "second", dhir.rank = 0 : i64'), "p.mlir")
     check_runnable(module, "main")
+
+
+def test_dhir_schedule_refuses_them_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`dhir schedule` showed the order dhir keeps, with the hand-written dhir.after unread."""
+    path = tmp_path / "p.mlir"
+    path.write_text(PROGRAM.format(attrs="dhir.after = array<i64: 5>"))
+    assert main(["schedule", str(path), "-n", "2"]) == 1
+    assert f"{path}:9:11: error: dhir.after on this task is" in capsys.readouterr().err
