@@ -10,7 +10,8 @@ over the arrays themselves: `for i in [oi, oi + n - 2) { for j ... { B[i, j] = f
 A[i, j - 1], ...) } }`, each input at the output's indices plus the difference of the
 views' offsets: the row statements the time tiles read. The views must take static
 offsets and sizes, strides of 1, and the rank of the array they view; the output no
-memory an input may share (the loops' order would then be seen).
+memory an input may share (the loops' order would then be seen), but for an input that
+is the output itself at the same offsets (`C = f(C, A)`).
 """
 
 from collections.abc import Sequence
@@ -81,8 +82,11 @@ def _refusal(op: linalg.GenericOp) -> str | None:
     viewed = [_viewed(v) for v in operands]
     if any(v is None for v in viewed):
         return "takes an operand that is no view of static offsets and strides 1 of an array"
-    arrays = [cast(_Viewed, v)[0] for v in viewed]
-    if may_alias(arrays[-1], memory_of(arrays[:-1])):
+    *inputs, out = cast(list[_Viewed], viewed)
+    # An input that is the output itself, at its offsets, is read at each element only
+    # where that element is written (`C = f(C, A)`): any order of elements computes it.
+    others = [array for array, offsets in inputs if (array, offsets) != out]
+    if may_alias(out[0], memory_of(others)):
         return "writes an array that an input may share"
     return None
 

@@ -42,6 +42,7 @@ class Elementwise:
     body: str = "axpy"
     dtype: str = "f64"
     viewed: bool = False
+    in_place: bool = False  # x is C itself: `ins(%C, %B) outs(%C)`
 
     def kinds(self) -> list[str]:
         big = tuple(d + 1 for d in self.shape) if self.viewed else self.shape
@@ -70,6 +71,8 @@ class Elementwise:
             ones, sizes = ", ".join(["1"] * rank), ", ".join(map(str, self.shape))
             lines.append(f"  %V = memref.subview %A[{ones}] [{sizes}] [{ones}] : {a} to {view}")
             x, a = "%V", view
+        if self.in_place:
+            x, a = "%C", c
         parallel = ", ".join(['"parallel"'] * rank)
         lines += [
             f"  linalg.generic {{indexing_maps = [{', '.join([identity] * 3)}],",
@@ -155,7 +158,7 @@ def programs(draw: st.DrawFn) -> Elementwise:
         shape = tuple(draw(st.integers(1, 9 if rank == 2 else 5)) for _ in range(rank))
     body = draw(st.sampled_from(sorted(BODIES)))
     dtype = draw(st.sampled_from(["f32", "f64"]))
-    return Elementwise(shape, body, dtype, draw(st.booleans()))
+    return Elementwise(shape, body, dtype, draw(st.booleans()), draw(st.booleans()))
 
 
 @needs_llvm
@@ -163,11 +166,46 @@ def programs(draw: st.DrawFn) -> Elementwise:
 @given(program=programs(), threads=st.integers(1, 2))
 @example(program=Elementwise((2 * CHUNK + 3,), "ratio", "f32", True), threads=2)
 @example(program=Elementwise((3, 4, 5), "max", "f64", True), threads=2)
+@example(program=Elementwise((7, 600), "axpy", "f64", False, True), threads=2)
 def test_elementwise_generics_as_threaded_loops_are_exact(
     program: Elementwise, threads: int
 ) -> None:
     """Any rank, odd sizes, chunks and a leftover, an input read through a shifted view,
-    f32 or f64, 1 or 2 threads: the native result is the interpreter's, bit for bit."""
+    the output read as an input too (`C = f(C, B)`), f32 or f64, 1 or 2 threads: the
+    native result is the interpreter's, bit for bit."""
     module, _ = _optimized(program)
     assert not find_ops(module, linalg.GenericOp)
     _assert_exact(program, threads)
+
+
+def test_an_elementwise_generic_reading_its_output_as_an_input_becomes_loops() -> None:
+    """`ins(%C, %B) outs(%C)`: each element of C is read only where it is written, so
+    any order of elements computes it; it was left ("writes an array that an input may
+    share") to the collapsed OpenMP loop."""
+    module, decisions = _optimized(Elementwise((6, 40), in_place=True))
+    assert not find_ops(module, linalg.GenericOp) and decisions == []
+
+
+SHIFTED = """
+func.func @main(%C: memref<5x7xf64>) {
+  %in = memref.subview %C[1, 1] [4, 6] [1, 1] : memref<5x7xf64> to memref<4x6xf64, strided<[7, 1], offset: 8>>
+  %out = memref.subview %C[0, 0] [4, 6] [1, 1] : memref<5x7xf64> to memref<4x6xf64, strided<[7, 1]>>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%in : memref<4x6xf64, strided<[7, 1], offset: 8>>) outs(%out : memref<4x6xf64, strided<[7, 1]>>) {
+  ^bb0(%x: f64, %y: f64):
+    %r = arith.negf %x : f64
+    linalg.yield %r : f64
+  }
+  return
+}
+"""
+
+
+def test_a_generic_reading_its_output_shifted_is_left() -> None:
+    """An input that is a shifted view of the output (`C[i, j] = -C[i + 1, j + 1]`) would
+    see the order of the elements: it is left, and says so."""
+    module = parse_string(SHIFTED)
+    drop_code(module, "main")
+    (decision,) = optimize_bodies(module, 256)
+    assert decision.text.endswith("writes an array that an input may share"), decision.text
