@@ -234,8 +234,11 @@ def _after_passes(
     # scalar ones after the OpenMP passes (their report calls the runtime), and the views
     # not proven inside their source (MLIR checks every subview under "all").
     modes: dict[str, tuple[ModulePass, ...]] = {
-        "all": (VectorChecksPass(), CastChecksPass()),
-        "undecided": (VectorChecksPass(undecided=True), CastChecksPass(undecided=True)),
+        "all": (VectorChecksPass(entry=entry), CastChecksPass()),
+        "undecided": (
+            VectorChecksPass(undecided=True, entry=entry),
+            CastChecksPass(undecided=True),
+        ),
         "none": (),
     }
     vector_checks = modes[options.runtime_checks]

@@ -54,6 +54,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.passes import ModulePass
 
+from dhir.analysis.arg_origins import ArgOrigins, note
 from dhir.analysis.lift import Lifted
 from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, arith, cf, func, memref, scf, vector
@@ -91,6 +92,8 @@ class VectorChecksPass(ModulePass):
     # Only the accesses dhir does not prove in bounds (dhir.analysis.proven_bounds): the
     # native backend's default; else every one (--runtime-checks).
     undecided: bool = False
+    # The entry whose arguments a failure names, where its memref's sizes are theirs.
+    entry: str = "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         proof = InBounds(op)
@@ -101,10 +104,27 @@ class VectorChecksPass(ModulePass):
             and not _under_mask(found)
             and not (self.undecided and vector_proven(found, proof))
         ]
+        origins = ArgOrigins(op, self.entry)
         for found in found_ops:
             if isinstance(found, _AFFINE):
                 found = lower_access(found)  # a vector.load or store, as --lower-affine
-            _check(found)
+            _check(found, _named(origins, found))
+
+
+def _named(origins: ArgOrigins, op: Operation) -> str:
+    """The arguments the sizes of the memref `op` accesses are (each after its dimension
+    where it has several), as dhir-bounds-checks names a scalar access's."""
+    memories = [v for v in op.operands if isinstance(v.type, MemRefType)]
+    if len(memories) != 1:
+        return ""
+    (memory,) = memories
+    kind = memory.type
+    assert isinstance(kind, MemRefType)
+    if kind.get_num_dims() == 1:
+        return note(("", origins.size(memory, 0)))
+    return note(
+        *((f"dimension {d}: ", origins.size(memory, d)) for d in range(kind.get_num_dims()))
+    )
 
 
 def vector_proven(op: Operation, proof: InBounds) -> bool:
@@ -282,21 +302,24 @@ def _under_mask(op: Operation) -> bool:
     return isinstance(op.parent_op(), vector.MaskOp)
 
 
-def _check(op: Operation) -> None:
+def _check(op: Operation, named: str) -> None:
+    """The check of `op`'s lanes; `named`, the arguments its memref's sizes are, ends
+    its failure's message."""
+    what = OUT_OF_BOUNDS + named
     if isinstance(op, vector.LoadOp | vector.StoreOp):
-        _check_contiguous(op)
+        _check_contiguous(op, what)
     elif isinstance(op, vector.TransferReadOp | vector.TransferWriteOp):
-        _check_transfer(op)
+        _check_transfer(op, what)
     elif isinstance(op, vector.MaskedLoadOp | vector.MaskedStoreOp):
-        _check_masked(op)
+        _check_masked(op, what)
     elif isinstance(op, vector.ExpandLoadOp | vector.CompressStoreOp):
-        _check_packed(op)
+        _check_packed(op, what)
     else:
         assert isinstance(op, vector.GatherOp | vector.ScatterOp)
-        _check_gathered(op)
+        _check_gathered(op, what)
 
 
-def _check_contiguous(op: vector.LoadOp | vector.StoreOp) -> None:
+def _check_contiguous(op: vector.LoadOp | vector.StoreOp, what: str) -> None:
     """The vector covers the memref's innermost dimensions from the indices (a memref of
     vectors: one element)."""
     memory = op.base
@@ -310,7 +333,7 @@ def _check_contiguous(op: vector.LoadOp | vector.StoreOp) -> None:
         shape = ()
     if len(shape) > len(op.indices):
         return  # more dimensions than the memref: the interpreter refuses it
-    check = CheckBuilder(op)
+    check = CheckBuilder(op, what)
     lead = len(op.indices) - len(shape)
     dims = [
         _Dim(index, check.size(memory, d), shape[d - lead] if d >= lead else None)
@@ -319,7 +342,7 @@ def _check_contiguous(op: vector.LoadOp | vector.StoreOp) -> None:
     _check_by_scalars(check, dims, ())
 
 
-def _check_transfer(op: vector.TransferReadOp | vector.TransferWriteOp) -> None:
+def _check_transfer(op: vector.TransferReadOp | vector.TransferWriteOp, what: str) -> None:
     memory = op.source
     if not isinstance(memory.type, MemRefType) or not op.indices:
         return
@@ -329,7 +352,7 @@ def _check_transfer(op: vector.TransferReadOp | vector.TransferWriteOp) -> None:
     if moved is None:
         return  # a map the verifier would refuse
     in_bounds = _in_bounds(op, len(shape))
-    check = CheckBuilder(op)
+    check = CheckBuilder(op, what)
     lane_of = {d: k for k, d in enumerate(moved) if d is not None}
     dims = [
         _Dim(
@@ -440,9 +463,9 @@ def _check_by_lanes(
     _assert_lanes(check, dims, lanes, count)
 
 
-def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp) -> None:
+def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp, what: str) -> None:
     """Lane k of the mask at the innermost index plus k."""
-    if (start := _along_innermost(op, op.base, op.indices, op.mask)) is None:
+    if (start := _along_innermost(op, op.base, op.indices, op.mask, what)) is None:
         return
     check, dims, count = start
     dims[-1].positions = _index_vector(check, range(count))
@@ -450,7 +473,7 @@ def _check_masked(op: vector.MaskedLoadOp | vector.MaskedStoreOp) -> None:
 
 
 def _along_innermost(
-    op: Operation, memory: SSAValue, indices: Sequence[SSAValue], mask: SSAValue
+    op: Operation, memory: SSAValue, indices: Sequence[SSAValue], mask: SSAValue, what: str
 ) -> "tuple[CheckBuilder, list[_Dim], int] | None":
     """The builder, the dimensions at `op`'s indices and the mask's lane count of an op
     whose lanes run along the innermost dimension of a memref of scalars; None for a
@@ -460,15 +483,15 @@ def _along_innermost(
     if not indices or isinstance(kind.element_type, VectorType):
         return None
     count = mask.type.get_shape()[0]  # pyright: ignore[reportAttributeAccessIssue]
-    check = CheckBuilder(op)
+    check = CheckBuilder(op, what)
     dims = [_Dim(index, check.size(memory, d)) for d, index in enumerate(indices)]
     return check, dims, count
 
 
-def _check_packed(op: vector.ExpandLoadOp | vector.CompressStoreOp) -> None:
+def _check_packed(op: vector.ExpandLoadOp | vector.CompressStoreOp, what: str) -> None:
     """As many elements as the mask sets lanes, along the innermost dimension from the
     indices: the k-th set lane's is the index plus k."""
-    if (start := _along_innermost(op, op.base_, op.indices, op.mask)) is None:
+    if (start := _along_innermost(op, op.base_, op.indices, op.mask, what)) is None:
         return
     check, dims, count = start
     total = check.count(op.mask, count)
@@ -507,7 +530,7 @@ def _assert_lanes(check: CheckBuilder, dims: Sequence[_Dim], mask: SSAValue, cou
     check.assert_(check.add(arith.XOrIOp(check.any(bad), check.flag(True))))
 
 
-def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
+def _check_gathered(op: vector.GatherOp | vector.ScatterOp, what: str) -> None:
     """The offsets are in the memref, and each set lane's element, `index_vec` elements
     on from them in row-major order; of a strided view, where it is contiguous."""
     memory = op.base_
@@ -516,7 +539,7 @@ def _check_gathered(op: vector.GatherOp | vector.ScatterOp) -> None:
         return
     if isinstance(kind.element_type, VectorType):
         return
-    check = CheckBuilder(op)
+    check = CheckBuilder(op, what)
     sizes = [check.size(memory, d) for d in range(len(op.offsets))]
     contiguous = _contiguous(check, memory, sizes)
     if contiguous is None:

@@ -19,6 +19,7 @@ from dhir.toolchain.failure import FailedCheck, failed_check
 from dhir.transforms.bounds_checks import BoundsChecksPass
 from dhir.transforms.cast_checks import CastSizesPass
 from dhir.transforms.linalg_sizes import LinalgSizesPass
+from dhir.transforms.vector_checks import VectorChecksPass
 
 # Casts of sizes an argument gives (%n's value, %a's size, %b's through a private
 # function's argument) and of sizes no argument is (loaded; passed two ways).
@@ -311,3 +312,26 @@ func.func @main(%n: index, %b: memref<4xf64>) {
   return
 }
 """
+
+
+# Vector accesses of %a, of run-time size, at an index loaded from %p (lines 4 to 6).
+VECTORS = """\
+func.func @main(%a: memref<?xf32>, %m: memref<?x?xf32>, %p: memref<1xi64>) {
+  %c0 = arith.constant 0 : index
+  %i = memref.load %p[%c0] : memref<1xi64>
+  %ii = arith.index_cast %i : i64 to index
+  %v = vector.load %a[%ii] : memref<?xf32>, vector<4xf32>
+  %z = arith.constant 0.0 : f32
+  %w = vector.transfer_read %m[%c0, %ii], %z {in_bounds = [true]} : memref<?x?xf32>, vector<4xf32>
+  return
+}
+"""
+
+
+def test_a_vector_access_s_check_names_the_arguments_its_sizes_are() -> None:
+    # Before, "out-of-bounds access" alone.
+    assert _messages(VECTORS, VectorChecksPass()) == [
+        "out-of-bounds access (the size of @main's argument %a, dimension 0)",
+        "out-of-bounds access (dimension 0: the size of @main's argument %m, dimension 0; "
+        "dimension 1: the size of @main's argument %m, dimension 1)",
+    ]
