@@ -2,6 +2,7 @@
 `arith.select` that MLIR 22 also takes on vectors and tensors (xDSL 0.74 takes scalars)."""
 
 from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar
 
 from xdsl.dialects import arith
@@ -38,6 +39,7 @@ from xdsl.utils.type import get_element_type_or_self
 # shadow), so that dhir.dialects.arith is the whole dialect as dhir uses it.
 # isort: off
 from xdsl.dialects.arith import (
+    CMPI_COMPARISON_OPERATIONS as CMPI_COMPARISON_OPERATIONS,
     AddUIExtendedOp as AddUIExtendedOp,
     AddfOp as AddfOp,
     AddiOp as AddiOp,
@@ -51,6 +53,7 @@ from xdsl.dialects.arith import (
     DivfOp as DivfOp,
     FastMathFlagsAttr as FastMathFlagsAttr,
     FloorDivSIOp as FloorDivSIOp,
+    IntegerOverflowAttr as IntegerOverflowAttr,
     MaxSIOp as MaxSIOp,
     MaxUIOp as MaxUIOp,
     MaximumfOp as MaximumfOp,
@@ -359,6 +362,14 @@ def bools_like(type_: Attribute) -> Attribute:
     return i1
 
 
+@cache
+def _predicate_attr(predicate: int) -> IntegerAttr:
+    """A predicate's attribute, one object per predicate: attributes do not change, and
+    building one (its i64 type, its value's range check) cost more than the rest of a
+    comparison's construction."""
+    return IntegerAttr(predicate, 64)
+
+
 def _predicate(arg: int | str, names: list[str]) -> int:
     if isinstance(arg, int):
         return arg
@@ -386,7 +397,7 @@ class CmpiOp(arith.CmpiOp):
             self,
             operands=[lhs, operand2],
             result_types=[bools_like(lhs.type)],
-            properties={"predicate": IntegerAttr(predicate, 64)},
+            properties={"predicate": _predicate_attr(predicate)},
         )
 
     def verify_(self) -> None:

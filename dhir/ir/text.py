@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import ParseError
 from xdsl.utils.lexer import Span
 
 from dhir.context import make_context
-from dhir.dialects import arith, func, memref
+from dhir.dialects import arith, func, memref, vector
 from dhir.install import llvm_hint
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import (
@@ -174,6 +174,12 @@ class _Printer(Printer):
     class once each, and a new line is written in one write."""
 
     _types: dict[TypeAttribute, str] = field(default_factory=dict[TypeAttribute, str], init=False)
+    # The same, by the type object's identity, which keeps the object: hashing a type
+    # hashes its parameters, all the way down, on every lookup (a memref type's shape,
+    # element type and layout), and most types an op prints are objects met before.
+    _type_ids: dict[int, tuple[Attribute, str]] = field(
+        default_factory=dict[int, tuple[Attribute, str]], init=False
+    )
     # Per op class: whether it is a terminator (`has_trait` is a class method in xDSL
     # 0.74, so the answer is the class's; this printer lives for one print).
     _terminators: dict[type[Operation], bool] = field(
@@ -232,6 +238,9 @@ class _Printer(Printer):
     def type_text(self, type_: Attribute) -> str:
         """`type_` as it prints: a type prints the same wherever it stands, on one line,
         so each is printed once."""
+        seen = self._type_ids.get(id(type_))
+        if seen is not None and seen[0] is type_:
+            return seen[1]
         text = self._types.get(type_) if isinstance(type_, TypeAttribute) else None
         if text is None:
             out = StringIO()
@@ -239,6 +248,8 @@ class _Printer(Printer):
             text = out.getvalue()
             if isinstance(type_, TypeAttribute):
                 self._types[type_] = text
+        if isinstance(type_, TypeAttribute):
+            self._type_ids[id(type_)] = (type_, text)
         return text
 
     def call_text(
@@ -360,13 +371,97 @@ def _print_call(printer: _Printer, op: Operation) -> bool:
     return True
 
 
+def _print_int_binary(printer: _Printer, op: Operation) -> bool:
+    names = printer.names(op.operands)
+    if (op.properties and op.properties != _NO_OVERFLOW) or names is None:
+        return False
+    result = op.results[0]
+    printer.print_ssa_value(result)
+    text = f"{names[0]}, {names[1]} : {printer.type_text(result.type)}"
+    printer.print_string(f" = {op.name} {text}")
+    return True
+
+
+def _print_compare(printer: _Printer, op: Operation) -> bool:
+    names = printer.names(op.operands)
+    predicate = op.properties.get("predicate")
+    if len(op.properties) != 1 or not isinstance(predicate, IntegerAttr) or names is None:
+        return False
+    number = predicate.value.data
+    if not 0 <= number < len(arith.CMPI_COMPARISON_OPERATIONS):
+        return False
+    how = arith.CMPI_COMPARISON_OPERATIONS[number]
+    printer.print_ssa_value(op.results[0])
+    text = f"{how}, {names[0]}, {names[1]} : {printer.type_text(op.operands[0].type)}"
+    printer.print_string(f" = arith.cmpi {text}")
+    return True
+
+
+def _print_cast(printer: _Printer, op: Operation) -> bool:
+    names = printer.names(op.operands)
+    if op.properties or names is None:
+        return False
+    result = op.results[0]
+    printer.print_ssa_value(result)
+    kinds = f"{printer.type_text(op.operands[0].type)} to {printer.type_text(result.type)}"
+    printer.print_string(f" = {op.name} {names[0]} : {kinds}")
+    return True
+
+
+def _print_vector_load(printer: _Printer, op: Operation) -> bool:
+    names = printer.names(op.operands)
+    if op.properties or names is None:
+        return False
+    result = op.results[0]
+    printer.print_ssa_value(result)
+    access = _access(printer, op.operands[0], names)
+    printer.print_string(f" = vector.load {access}, {printer.type_text(result.type)}")
+    return True
+
+
+def _print_vector_store(printer: _Printer, op: Operation) -> bool:
+    names = printer.names(op.operands)
+    if op.properties or names is None:
+        return False
+    access = _access(printer, op.operands[1], names[1:])
+    kind = printer.type_text(op.operands[0].type)
+    printer.print_string(f"vector.store {names[0]}, {access}, {kind}")
+    return True
+
+
 _NO_FASTMATH = {"fastmath": arith.FastMathFlagsAttr("none")}
+_NO_OVERFLOW = {"overflowFlags": arith.IntegerOverflowAttr("none")}
+# arith's binary ops on integers whose format is `$lhs, $rhs : type` (with the overflow
+# flags, when there are none).
+_INT_BINARIES = (
+    arith.AddiOp,
+    arith.SubiOp,
+    arith.MuliOp,
+    arith.AndIOp,
+    arith.OrIOp,
+    arith.XOrIOp,
+    arith.DivUIOp,
+    arith.DivSIOp,
+    arith.RemUIOp,
+    arith.RemSIOp,
+    arith.MaxSIOp,
+    arith.MinSIOp,
+    arith.MaxUIOp,
+    arith.MinUIOp,
+    arith.CeilDivSIOp,
+    arith.FloorDivSIOp,
+)
 _PLAIN_FORMS: dict[type[Operation], Callable[[_Printer, Operation], bool]] = {
     arith.ConstantOp: _print_constant,
     memref.LoadOp: _print_load,
     memref.StoreOp: _print_store,
     func.CallOp: _print_call,
     **dict.fromkeys((arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp), _print_float_binary),
+    **dict.fromkeys(_INT_BINARIES, _print_int_binary),
+    arith.CmpiOp: _print_compare,
+    **dict.fromkeys((arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp), _print_cast),
+    vector.LoadOp: _print_vector_load,
+    vector.StoreOp: _print_vector_store,
 }
 
 

@@ -19,6 +19,7 @@ leaves' values there
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, i64
@@ -167,6 +168,13 @@ def _report(build: "_Builder", at: Operation, call: str) -> None:
     build.add_op(scf.IfOp(bad, [], Region(report)))
 
 
+@lru_cache(maxsize=4096)
+def _wide_number(value: int) -> IntegerAttr:
+    """`value` as an i128 attribute, one object per value (the rule's limits recur in
+    every check, and an attribute's range check cost more than its constant op)."""
+    return IntegerAttr(value, _I128)
+
+
 class _Builder:
     """The ops of dhir.analysis.wrap_checks.verdict, in 128 bits: each expression's
     bounds, and whether they and the rule's limits hold."""
@@ -186,7 +194,7 @@ class _Builder:
         put(self.block, op)
 
     def number(self, value: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, _I128), _I128))
+        return self.add(arith.ConstantOp(_wide_number(value), _I128))
 
     def true(self) -> SSAValue:
         return self.add(arith.ConstantOp.from_int_and_width(1, 1))

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import BytesAttr, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation
+from xdsl.irdl import IRDLOperation
+from xdsl.irdl.declarative_assembly_format import FormatProgram
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 
@@ -78,6 +80,67 @@ def test_plain_forms_print_as_xdsl_does() -> None:
     xDSL prints itself."""
     module = parse_string(CONSTANTS)
     assert print_module(module) == _xdsl_text(module)
+
+
+INTEGERS = """
+func.func @main(%a: memref<4x16xf32>, %n: index, %m: index, %w: i32, %v: vector<4xindex>) {
+  %s = arith.addi %n, %m : index
+  %t = arith.subi %s, %n overflow<nsw> : index
+  %u = arith.muli %t, %m overflow<nsw, nuw> : index
+  %d = arith.divui %u, %m : index
+  %e = arith.maxsi %d, %n : index
+  %f = arith.minsi %e, %n {tag} : index
+  %g = arith.remsi %f, %m : index
+  %h = arith.floordivsi %g, %m : index
+  %c = arith.cmpi slt, %s, %m : index
+  %c2 = arith.cmpi uge, %w, %w : i32
+  %c3 = arith.cmpi eq, %v, %v : vector<4xindex>
+  %b = arith.andi %c, %c2 : i1
+  %o = arith.ori %b, %c : i1
+  %x = arith.xori %o, %b : i1
+  %i = arith.index_cast %h : index to i64
+  %j = arith.extsi %i : i64 to i128
+  %k = arith.extui %w : i32 to i64
+  %l = arith.index_cast %w {tag} : i32 to index
+  %r = vector.load %a[%n, %m] : memref<4x16xf32>, vector<16xf32>
+  %q = vector.load %a[%n, %m] {nontemporal = true} : memref<4x16xf32>, vector<16xf32>
+  vector.store %r, %a[%m, %n] : memref<4x16xf32>, vector<16xf32>
+  vector.store %q, %a[%m, %n] {nontemporal = false} : memref<4x16xf32>, vector<16xf32>
+  return
+}
+"""
+
+
+def test_integer_ops_and_vector_accesses_print_as_xdsl_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Integer arithmetic, comparisons, casts and vector loads and stores, with and
+    without flags or attributes: the plain ones are written without the declarative
+    formats' machinery (most of what the checks and optimized bodies of a lowered
+    schedule are made of), the others printed by xDSL, the same text either way."""
+    module = parse_string(INTEGERS)
+    expected = _xdsl_text(module)
+    formatted: list[str] = []
+    print_with_format = FormatProgram.print
+
+    def counted(self: FormatProgram, printer: Printer, op: IRDLOperation) -> None:
+        formatted.append(op.name)
+        print_with_format(self, printer, op)
+
+    monkeypatch.setattr(FormatProgram, "print", counted)
+    assert print_module(module) == expected
+    # The ops with flags, attributes or properties, and the function's return.
+    assert sorted(formatted) == sorted(
+        [
+            "arith.subi",
+            "arith.muli",
+            "arith.minsi",
+            "arith.index_cast",
+            "vector.load",
+            "vector.store",
+            "func.return",
+        ]
+    )
 
 
 @pytest.mark.parametrize("literals", [False, True])
