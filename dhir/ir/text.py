@@ -3,7 +3,7 @@ trip through mlir-opt."""
 
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -342,8 +342,17 @@ def _access(printer: _Printer, memref: SSAValue, names: Sequence[str]) -> str:
 
 
 def _print_float_binary(printer: _Printer, op: Operation) -> bool:
+    return _print_binary(printer, op, _NO_FASTMATH)
+
+
+def _print_int_binary(printer: _Printer, op: Operation) -> bool:
+    return _print_binary(printer, op, _NO_OVERFLOW)
+
+
+def _print_binary(printer: _Printer, op: Operation, unflagged: Mapping[str, Attribute]) -> bool:
+    """`%r = op %a, %b : type` where `op` carries no properties but `unflagged`."""
     names = printer.names(op.operands)
-    if (op.properties and op.properties != _NO_FASTMATH) or names is None:
+    if (op.properties and op.properties != unflagged) or names is None:
         return False
     result = op.results[0]
     printer.print_ssa_value(result)
@@ -368,17 +377,6 @@ def _print_call(printer: _Printer, op: Operation) -> bool:
         results[0].type if results else None,
     )
     printer.print_string(f"func.call {callee}({', '.join(names)}) : {signature}")
-    return True
-
-
-def _print_int_binary(printer: _Printer, op: Operation) -> bool:
-    names = printer.names(op.operands)
-    if (op.properties and op.properties != _NO_OVERFLOW) or names is None:
-        return False
-    result = op.results[0]
-    printer.print_ssa_value(result)
-    text = f"{names[0]}, {names[1]} : {printer.type_text(result.type)}"
-    printer.print_string(f" = {op.name} {text}")
     return True
 
 
