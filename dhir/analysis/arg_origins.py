@@ -13,7 +13,7 @@ calls) names none: the note is never a guess.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
@@ -189,6 +189,25 @@ def _widens(source: object, result: object) -> bool:
     if isinstance(result, IndexType):
         return _whole_number(source)
     return isinstance(result, IntegerType) and result.width.data == 64
+
+
+def access_note(
+    origins: ArgOrigins,
+    memory: SSAValue,
+    dims: Sequence[int],
+    indices: Sequence[SSAValue] | None = None,
+) -> str:
+    """The note of a failed access of `memory` along `dims`: the arguments its sizes there
+    are and, given `indices`, the arguments its indices there are (each after its
+    dimension where there are several)."""
+    alone = len(dims) == 1
+    parts: list[tuple[str, ArgOrigin | None]] = []
+    for d in dims:
+        parts.append(("" if alone else f"dimension {d}: ", origins.size(memory, d)))
+        if indices is not None:
+            where = "the index is " if alone else f"the index along dimension {d} is "
+            parts.append((where, origins.value(indices[d])))
+    return note(*parts)
 
 
 def note(*origins: tuple[str, ArgOrigin | None]) -> str:

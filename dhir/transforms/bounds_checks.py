@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dhir.analysis.arg_origins import ArgOrigins, note
+from dhir.analysis.arg_origins import ArgOrigins, access_note
 from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, memref
 from dhir.dialects.gpu import in_device_code
@@ -96,23 +96,10 @@ def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
 
 def _named(origins: ArgOrigins, op: Operation, dims: list[int]) -> str:
     """The arguments the sizes of `op`'s memref along `dims` and its indices there are,
-    as the end of a failure's message (each after its dimension where there are
-    several)."""
+    as the end of a failure's message."""
     memory: SSAValue = op.memref  # pyright: ignore[reportAttributeAccessIssue]
     indices: list[SSAValue] = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
-    if len(dims) == 1:
-        (d,) = dims
-        return note(("", origins.size(memory, d)), ("the index is ", origins.value(indices[d])))
-    return note(
-        *(
-            named
-            for d in dims
-            for named in (
-                (f"dimension {d}: ", origins.size(memory, d)),
-                (f"the index along dimension {d} is ", origins.value(indices[d])),
-            )
-        )
-    )
+    return access_note(origins, memory, dims, indices)
 
 
 def _check(op: Operation, dims: list[int], named: str) -> None:

@@ -54,7 +54,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr
 from xdsl.passes import ModulePass
 
-from dhir.analysis.arg_origins import ArgOrigins, note
+from dhir.analysis.arg_origins import ArgOrigins, access_note
 from dhir.analysis.lift import Lifted
 from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, arith, cf, func, memref, scf, vector
@@ -120,11 +120,7 @@ def _named(origins: ArgOrigins, op: Operation) -> str:
     (memory,) = memories
     kind = memory.type
     assert isinstance(kind, MemRefType)
-    if kind.get_num_dims() == 1:
-        return note(("", origins.size(memory, 0)))
-    return note(
-        *((f"dimension {d}: ", origins.size(memory, d)) for d in range(kind.get_num_dims()))
-    )
+    return access_note(origins, memory, range(kind.get_num_dims()))
 
 
 def vector_proven(op: Operation, proof: InBounds) -> bool:
