@@ -95,7 +95,7 @@ def _check_operands(schedule: ScheduleOp, passed: dict[SSAValue, frozenset[objec
             called = [v for v in (first, second) if v in passed and passed[v] & common]
             if called:
                 what = describe(passed[called[0]] & common)
-                message += f" (a call passes {what} as {_name(called[0])})"
+                message += f" (a call passes {what} as {value_name(called[0])})"
             raise PassFailedAt(schedule, message)
 
 
@@ -251,9 +251,9 @@ def address_use_in_task(
 
 
 def _address_message(value: SSAValue, taken: memref.ExtractAlignedPointerAsIndexOp) -> str:
-    source = _name(taken.source)
+    source = value_name(taken.source)
     return (
-        f"this op uses {_name(value)}, an address in {source} taken outside its task; on "
+        f"this op uses {value_name(value)}, an address in {source} taken outside its task; on "
         f"the rank running the task it points into that rank's own copy of {source}, "
         "which need not hold the task's data (dhir moves only what a task lists, and a "
         "rank may hold only some rows of a memref). Take the address "
@@ -287,7 +287,7 @@ def _alias_message(first: SSAValue, second: SSAValue, common: frozenset[object])
     # permutation of distinct buffers): the usual advice would not help.
     loop = carried[0][1]
     where = f" at {loc}" if (loc := loc_of(loop)) is not None else ""
-    names = " and ".join(_name(v) for v, _ in carried)
+    names = " and ".join(value_name(v) for v, _ in carried)
     return message + (
         f"The {loop.name}{where} carries {names} (iter_args): in an iteration each may be "
         "any buffer the loop starts with or hands on. List each buffer once and choose "
@@ -464,7 +464,7 @@ def describe(common: frozenset[object]) -> str:
 
     def rank(base: object) -> tuple[int, str]:
         if isinstance(base, SSAValue):
-            return (0 if base.name_hint else 2, _name(base))
+            return (0 if base.name_hint else 2, value_name(base))
         if isinstance(base, str):
             return (1, f"global @{base}")
         assert isinstance(base, Opaque)
@@ -675,7 +675,7 @@ def _check_reach(task: TaskOp, parts: list[SSAValue], reach: CastReach) -> None:
 
 
 def _reach_message(part: SSAValue, what: str) -> str:
-    name = _name(part)
+    name = value_name(part)
     called = isinstance(part, BlockArgument) and isinstance(part.owner.parent_op(), func.FuncOp)
     whose = f"a call passes a view of as {name}" if called else f"{name} is a view of"
     return (
@@ -811,7 +811,3 @@ def _callee(op: Operation) -> str | None:
     if isinstance(op, func.CallOp):
         return op.callee.string_value()
     return None
-
-
-def _name(value: SSAValue) -> str:
-    return value_name(value)

@@ -326,7 +326,7 @@ class ScheduleOp(IRDLOperation):
         for index, arg in enumerate(self.args):
             if not _is_schedulable_type(arg.type):
                 raise VerifyException(
-                    f"schedule operand #{index} ({_value_name(arg)}) has type {arg.type}, "
+                    f"schedule operand #{index} ({value_name(arg)}) has type {arg.type}, "
                     f"which dhir cannot distribute; {_SCHEDULE_OPERAND_HELP}"
                 )
         for op in self.body.block.ops:
@@ -516,7 +516,7 @@ class TaskOp(IRDLOperation):
         if not isinstance(target.owner, TargetOp):
             raise VerifyException(
                 f"the first operand of dhir.task must be its target, a value made by "
-                f"dhir.target, but {_value_name(target)} is {_describe(target)}; "
+                f"dhir.target, but {value_name(target)} is {_describe(target)}; "
                 'write dhir.task %cpu, %a, ... with %cpu = dhir.target {arch = "x86_64"}'
             )
         return target.owner.info()
@@ -538,15 +538,15 @@ class TaskOp(IRDLOperation):
             if isinstance(value.type, TargetType | TokenType):
                 raise VerifyExceptionAt(
                     op,
-                    f"'{op.name}' uses {_value_name(value)}, a {value.type} value; "
+                    f"'{op.name}' uses {value_name(value)}, a {value.type} value; "
                     "task bodies cannot use dhir targets or task tokens",
                 )
             if isinstance(value.type, MemRefType) and value not in listed and not _on_device(value):
                 raise VerifyExceptionAt(
                     op,
-                    f"'{op.name}' uses {_value_name(value)}, a memref defined outside this "
+                    f"'{op.name}' uses {value_name(value)}, a memref defined outside this "
                     "dhir.task that the task does not list; add it to the task's operands "
-                    f"(dhir.task <target>, ..., {_value_name(value)})",
+                    f"(dhir.task <target>, ..., {value_name(value)})",
                 )
 
     @classmethod
@@ -575,12 +575,12 @@ def _on_device(value: SSAValue) -> bool:
 def _verify_task_memref(value: SSAValue, position: int, schedule_args: Sequence[SSAValue]) -> None:
     if not isinstance(value.type, MemRefType):
         raise VerifyException(
-            f"dhir.task operand #{position} ({_value_name(value)}) has type {value.type}; "
+            f"dhir.task operand #{position} ({value_name(value)}) has type {value.type}; "
             "a task lists only the memrefs it touches (scalars are used directly)"
         )
     if value not in schedule_args:
         raise VerifyException(
-            f"dhir.task lists {_value_name(value)}, which is not an operand of the "
+            f"dhir.task lists {value_name(value)}, which is not an operand of the "
             "enclosing dhir.schedule; add it to the schedule's operands"
         )
 
@@ -622,10 +622,6 @@ def _is_schedulable_type(type_: Attribute) -> bool:
 
 def _is_scalar_type(type_: Attribute) -> bool:
     return isinstance(type_, IntegerType | IndexType | AnyFloat)
-
-
-def _value_name(value: SSAValue) -> str:
-    return value_name(value)
 
 
 def _describe(value: SSAValue) -> str:
