@@ -577,10 +577,9 @@ class _RowLanes:
         rows_of: list[_Rows] = []
         for op in _body_ops(red):
             if isinstance(op, memref.LoadOp):
-                *fixed, last = (None, *op.indices)
                 if op.res.type != element:
                     raise _Left(f"it loads {op.res.type} beside sums of {element}")
-                fixed = cast(list[SSAValue], fixed[1:])
+                fixed, last = list(op.indices[:-1]), op.indices[-1] if op.indices else None
                 if any(defined_inside(v, row) for v in fixed[:-1]) or last is not k:
                     raise _Left("it loads other than A[i, k] and x[k]")
                 rows = _Rows(op.memref, tuple(fixed[:-1]))
