@@ -1092,9 +1092,17 @@ static void partial_trace(const char *why) {
     rename(trace_temporary, trace_path);
 }
 
+/* How long a stopped rank lingers after writing its partial trace. Dying at once would make
+ * mpiexec kill the other ranks before they have written theirs; the launcher ends the run
+ * itself (SIGTERM) once every file is there. Bounded: nobody else may ever end this rank. */
+#define STOPPED_LINGER_S 5
+
 static void on_stop(int number) {
   (void)number;
   partial_trace("stopped");
+  struct timespec left = {STOPPED_LINGER_S, 0};
+  while (nanosleep(&left, &left) != 0 && errno == EINTR)
+    ;
   signal(SIGUSR1, SIG_DFL);
   raise(SIGUSR1);
 }
