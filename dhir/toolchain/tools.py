@@ -124,8 +124,9 @@ def _mpi_at(mpi: str, prefix: Path, from_env: bool, to_build: bool) -> MpiInstal
     if what is not None:
         where = f"${'DHIR_' + mpi.upper() + '_PREFIX'} = {prefix}" if from_env else str(prefix)
         # Into the prefix looked at: the venv itself takes MPICH's wheel as it is.
-        target = f" --prefix {prefix}" if from_env or mpi != "mpich" else ""
-        install = f"`{sys.executable} -m pip install{target} {PIP_PACKAGES[mpi]}`"
+        target = ["--prefix", str(prefix)] if from_env or mpi != "mpich" else []
+        pip = " ".join([sys.executable, "-m", "pip", "install", *target, PIP_PACKAGES[mpi]])
+        install = f"`{pip}`"
         raise DhirError(
             [
                 Diagnostic(
