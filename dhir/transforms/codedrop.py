@@ -49,8 +49,10 @@ from dhir.dialects import affine, func, scf
 from dhir.dialects.access import Kind, is_pure, kind, subscripts
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, defined_inside
 from dhir.dialects.linalg import LinalgStructuredOperation
+from dhir.ir.calls import callers_of, through_callers
 from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError, loc_of
 from dhir.ir.tasks import reaching_schedules
+from dhir.ir.walk import enclosing, find_ops
 from dhir.transforms.counted_whiles import as_for_loops
 from dhir.transforms.pass_options import check_entry
 from dhir.transforms.shard_collectives import SPMD
@@ -78,7 +80,7 @@ class CodeDropPass(ModulePass):
 
     name = "dhir-codedrop"
 
-    entry: str | None = None  # the one function to rewrite; default: every function
+    entry: str | None = None  # the one function to rewrite; default: all but tasks' callees
     target: str = "any"  # an arch, or the kind cpu, gpu or any
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -105,12 +107,18 @@ def find_function(module: ModuleOp, name: str) -> func.FuncOp | None:
 
 
 def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") -> Summary:
-    """Rewrite `entry` (or every function) when it holds no dhir ops; what was done."""
+    """Rewrite `entry` (or every function no task calls) when it holds no dhir ops; what
+    was done."""
     _check_target(target)
     functions = [f for f in module.body.block.ops if isinstance(f, func.FuncOp) and f.body.blocks]
     check_entry(CodeDropPass.name, module, entry)
     if entry is not None:
         functions = [f for f in functions if f.sym_name.data == entry]
+    else:
+        # A function a task calls runs inside that task: schedules made there could
+        # not run (the verifier refuses them), so it stays as written.
+        called = called_from_tasks(module)
+        functions = [f for f in functions if f.sym_name.data not in called]
     functions = [f for f in functions if not has_schedule(f)]
     names = {f.sym_name.data for f in functions}
     # Calls into functions that hold (or will hold) schedules, or call one that does,
@@ -122,6 +130,18 @@ def codedrop(module: ModuleOp, entry: str | None = None, target: str = "any") ->
         for block in function.body.blocks:
             dropper.block(block)
     return dropper.summary
+
+
+def called_from_tasks(module: ModuleOp) -> set[str]:
+    """The names of the functions a task calls, directly or through other calls."""
+    callees: dict[str, dict[str, None]] = {}
+    for callee, callers in callers_of(module).items():
+        for caller in callers:
+            callees.setdefault(caller, {})[callee] = None
+    direct = {
+        c.callee.string_value(): None for c in find_ops(module, func.CallOp) if enclosing(c, TaskOp)
+    }
+    return set(through_callers(direct, callees))
 
 
 def _check_target(target: str) -> None:

@@ -559,3 +559,14 @@ def test_an_entry_calling_a_schedule_is_not_called_host_code() -> None:
     plain = CALLS_A_SCHEDULE.replace("func.call @f(%a) : (memref<4xf64>) -> ()\n", "")
     said = auto_codedrop(parse_string(plain), "main")
     assert said is not None and "runs as host code" in said
+
+
+def test_every_function_leaves_the_functions_tasks_call_alone() -> None:
+    """With no `entry`, CodeDrop rewrites every function without dhir ops, but not one a
+    task calls (examples/call.mlir's @scale): a schedule made there would run inside
+    the task, which the verifier refuses."""
+    module = dhir.parse_file(EXAMPLES / "call.mlir")
+    done = codedrop(module)
+    module.verify()
+    dhir.run_pipeline(module, "dhir-codedrop")  # verified after the pass
+    assert done.nests == 0 and "dhir.schedule" not in dhir.print_module(module).split("@main")[0]
