@@ -32,7 +32,7 @@ from dhir.dialects import func, memref
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
-from dhir.ir.tasks import is_gpu_task, task_ids, task_label
+from dhir.ir.tasks import is_gpu_task, names_kept, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops
 from dhir.machine.dlti import SYSTEM_ATTR, at_description, device_key_loc, system_of
@@ -164,7 +164,9 @@ def compile_native(
         bits = cpu_facts(find_llvm_tools().clang, options.cpu).vector_bits
         tiled = splits.tasks(module, tiles=options.optimize, safe=openmp, vector_bits=bits)
         timing.notes += [f"time tiles: {line}" for line in decision_lines(tiled)]
-        with timing.stage("dhir passes"):
+        # The passes in between change attributes and task bodies only: the tasks'
+        # names are found once for the plan and the three passes.
+        with timing.stage("dhir passes"), names_kept():
             if plan is not None:
                 plan.name(task_ids(module))
             run_pipeline(module, PassPipeline((place, *timed, track)), verify_each=False)

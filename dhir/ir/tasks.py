@@ -3,7 +3,9 @@ stable name, the rank it was placed on, whether it runs on a GPU, how messages n
 which functions reach a schedule."""
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp, StringAttr, i64
@@ -113,7 +115,38 @@ def task_ids(module: ModuleOp) -> dict[TaskOp, str]:
     """Every task's name, in program order: its `name` attribute, else its SSA name
     (`%smooth`), else its path `<function>.schedule<S>.task<T>`; a piece of a task that
     dhir-split cut adds `.piece<k>`. A name that more than one schedule uses is prefixed
-    by its schedule's path (`main.schedule1.smooth`), so every name is the module's own."""
+    by its schedule's path (`main.schedule1.smooth`), so every name is the module's own.
+    Within `names_kept`, found once per module."""
+    kept = _KEPT.get()
+    if kept is None:
+        return _found_ids(module)
+    found = kept.get(id(module))
+    if found is None or found[0] is not module:
+        found = kept[id(module)] = (module, _found_ids(module))
+    return dict(found[1])  # the caller's own, as outside
+
+
+@contextmanager
+def names_kept() -> Iterator[None]:
+    """Within it, `task_ids` reads each module once and answers again from what it found:
+    for callers whose passes meanwhile add, remove, reorder or rename no task or schedule
+    and change no task's `name`, `dhir.piece` or SSA name (the native backend, around
+    dhir-place, dhir-instrument and dhir-track-tasks, which change attributes and task
+    bodies only). Within another, a new one: what that one found is not trusted here."""
+    token = _KEPT.set({})
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+
+
+# Per module (by identity, with the module kept to tell a reused id apart): its names.
+_KEPT: ContextVar[dict[int, tuple[ModuleOp, dict[TaskOp, str]]] | None] = ContextVar(
+    "dhir_task_ids", default=None
+)
+
+
+def _found_ids(module: ModuleOp) -> dict[TaskOp, str]:
     named: list[tuple[TaskOp, str, str | None, str]] = []
     for op in module.body.block.ops:
         owner = _owner(op)

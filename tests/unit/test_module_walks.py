@@ -20,9 +20,9 @@ from dhir.analysis.wrap_checks import wrap_checks
 from dhir.backends.element_types import check_memref_elements
 from dhir.dialects import memref, shard
 from dhir.dialects.dhir import TaskOp
-from dhir.ir import walk
+from dhir.ir import tasks, walk
 from dhir.ir.pass_failure import PassFailedAt
-from dhir.ir.tasks import task_ids
+from dhir.ir.tasks import names_kept, task_ids
 from dhir.runner import check_runnable
 from dhir.toolchain.shards import is_shard_program
 from dhir.transforms.accurate_math import AccurateMathPass
@@ -141,6 +141,30 @@ def test_task_ids_finds_schedules_outside_task_bodies(monkeypatch: pytest.Monkey
     names = task_ids(module)
     assert walks == []
     assert list(names.values()) == [f"t{k}" for k in range(20)]
+
+
+def test_task_ids_read_once_within_names_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native backend names the tasks for its plan, dhir-place and dhir-track-tasks
+    from one reading of the module; outside `names_kept`, each call reads it again."""
+    module = parse_string(programs.neighbour_tasks(5))
+    assert isinstance(module, ModuleOp)
+    reads: list[ModuleOp] = []
+    original = tasks._found_ids  # pyright: ignore[reportPrivateUsage]
+
+    def counted(root: ModuleOp) -> dict[TaskOp, str]:
+        reads.append(root)
+        return original(root)
+
+    monkeypatch.setattr(tasks, "_found_ids", counted)
+    with names_kept():
+        first = task_ids(module)
+        first.clear()  # the caller's own copy
+        again = task_ids(module)
+    assert len(reads) == 1
+    assert list(again.values()) == [f"t{k}" for k in range(5)]
+    task_ids(module)
+    task_ids(module)
+    assert len(reads) == 3
 
 
 def test_split_finds_tasks_outside_task_bodies(monkeypatch: pytest.MonkeyPatch) -> None:
