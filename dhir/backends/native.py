@@ -67,6 +67,7 @@ from dhir.transforms.c_abi import CAbiPass
 from dhir.transforms.cast_checks import CastChecksPass, CastSizesPass
 from dhir.transforms.check_mpi import CheckMpiPass
 from dhir.transforms.copy_checks import CopyChecksPass, refuse_undecided_gpu_copies
+from dhir.transforms.endless_loops import EndlessLoopsPass
 from dhir.transforms.fast_math import relax
 from dhir.transforms.float_atomics import FloatAtomicsPass
 from dhir.transforms.gpu_data import GpuDataPass
@@ -264,6 +265,7 @@ def _after_passes(
         LoopStepsPass(),  # after: its calls would keep the loops around from threads
         WrapChecksPass(),  # after, for the same reason
         AllocSizesPass(),  # after, for the same reason
+        EndlessLoopsPass(),  # after the checks: their calls keep a loop already
         CheckMpiPass(options.mpi),
         UserNamesPass(names),
         CAbiPass(),  # C callees rely on their callers widening i1, i8, i16

@@ -4,6 +4,7 @@ are: the rest of dhir reaches them through this module."""
 
 # isort: off
 from xdsl.dialects.llvm import (
+    InlineAsmOp as InlineAsmOp,
     LLVMArrayType as LLVMArrayType,
     LLVMPointerType as LLVMPointerType,
     LLVMStructType as LLVMStructType,

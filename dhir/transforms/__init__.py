@@ -84,6 +84,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return LoopStepsPass
 
+    def endless_loops() -> type[ModulePass]:
+        from dhir.transforms.endless_loops import EndlessLoopsPass
+
+        return EndlessLoopsPass
+
     def wrap_checks() -> type[ModulePass]:
         from dhir.transforms.wrap_checks import WrapChecksPass
 
@@ -199,6 +204,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
         "dhir-loop-steps": loop_steps,
+        "dhir-endless-loops": endless_loops,
         "dhir-wrap-checks": wrap_checks,
         "dhir-alloc-sizes": alloc_sizes,
         "dhir-check-mpi": check_mpi,
