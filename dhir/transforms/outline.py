@@ -10,6 +10,7 @@ from dhir.dialects import arith, func
 from dhir.dialects.access import is_pure
 from dhir.dialects.arith import scalar_int_width
 from dhir.ir.build import move_ops
+from dhir.ir.walk import find_ops
 
 
 def outline(
@@ -19,8 +20,9 @@ def outline(
     placed after `after` (an op of the module's body). Values the ops use from outside
     become its arguments, except those `_rematerializable` makes, which are cloned
     inside."""
-    # One walk: the moved ops and those nested in them, in order.
-    moved = [nested for op in ops for nested in op.walk()]
+    # One walk: the moved ops and those nested in them, in order (find_ops: a lowered
+    # schedule's steps are thousands of ops).
+    moved = [nested for op in ops for nested in find_ops(op, Operation)]
     inside = set(moved)
     passed, cloned = _passed_and_cloned(_free_values(moved, inside))
     block = Block(arg_types=[v.type for v in passed])
@@ -40,9 +42,10 @@ def outline(
     # Through the moved ops, not the values' use lists: values such as the rank guards
     # are used by every step, so scanning their uses would be quadratic.
     for nested in moved:
-        for index, operand in enumerate(nested.operands):
-            if operand in mapping:
-                nested.operands[index] = mapping[operand]
+        operands = nested.operands
+        for index, operand in enumerate(operands):
+            if (inner := mapping.get(operand)) is not None:
+                operands[index] = inner
     block.add_op(func.ReturnOp())
     function = func.FuncOp(name, ([v.type for v in passed], []), Region(block), "private")
     module_block = after.parent
