@@ -152,8 +152,20 @@ def task_work(
     the task's effects, regions and `body_work`, when already known), and `working_set`
     (see Work) where given."""
     body = body if body is not None else body_work(task)
+    return with_touched(body, touched_bytes(task, effects, regions), working_set)
+
+
+def touched_bytes(
+    task: TaskOp, effects: Effects | None = None, regions: Regions | None = None
+) -> int:
+    """Bytes of the elements `task` touches of the memrefs it lists (all of each, unless
+    `regions` says which): what `task_work` adds to its body's footprint."""
     effects = effects if effects is not None else task_effects(task)
-    touched = sum(_touched_bytes(value, regions) for value in effects.touches())
+    return sum(_touched_bytes(value, regions) for value in effects.touches())
+
+
+def with_touched(body: Work, touched: int, working_set: int | None = None) -> Work:
+    """`task_work` of a task whose body counts `body` and which touches `touched` bytes."""
     if working_set is None:
         return replace(body, footprint=body.footprint + touched)
     return replace(body, footprint=body.footprint + touched, working_set=working_set)
@@ -193,9 +205,7 @@ def task_footprint(
 ) -> int:
     """Bytes of the elements `task` touches of the memrefs it lists (all of each, unless
     `regions` says which) and of what it allocates."""
-    effects = effects if effects is not None else task_effects(task)
-    touched = sum(_touched_bytes(value, regions) for value in effects.touches())
-    return touched + _allocated_bytes(task)
+    return touched_bytes(task, effects, regions) + _allocated_bytes(task)
 
 
 def unknown_touched_bytes(effects: Effects, regions: Regions | None = None) -> int:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dhir.analysis.effects import Effects
 from dhir.analysis.profile import Profile
 from dhir.analysis.regions import Regions
-from dhir.analysis.work import Work, task_work
+from dhir.analysis.work import Work, task_work, touched_bytes, with_touched
 from dhir.dialects.dhir import TaskOp
 from dhir.machine.description import LOCAL_LINK, Device, Link
 from dhir.machine.roofline import roofline_time
@@ -45,6 +45,8 @@ class CostModel:
         # kept as one object, whose estimates are then found by identity (hashing a Work
         # and a Device per task and device cost more than the estimate's look-up saved).
         self._alike: dict[Work, Work] = {}
+        # By a counted body's identity, the bytes touched and the working set: its Work.
+        self._touching: dict[tuple[int, int, int], tuple[Work, Work]] = {}
         self._estimates: dict[tuple[Work, Device, int | None], float] = {}
         self._by_identity: dict[tuple[int, int, int | None], tuple[Work, Device, float]] = {}
         self._link_cache: dict[tuple[tuple[Device, ...], str], tuple[float, float]] = {}
@@ -62,9 +64,31 @@ class CostModel:
         first time it is asked for."""
         found = self._work.get(task)
         if found is None:
-            work = task_work(task, effects, regions, body, working_set)
-            found = self._work[task] = self._alike.setdefault(work, work)
+            found = self._work[task] = self._found_work(task, effects, working_set, regions, body)
         return found
+
+    def _found_work(
+        self,
+        task: TaskOp,
+        effects: Effects | None,
+        working_set: int,
+        regions: Regions | None,
+        body: Work | None,
+    ) -> Work:
+        if body is None:
+            work = task_work(task, effects, regions, None, working_set)
+            return self._alike.setdefault(work, work)
+        # A shape's tasks share their counted body (dhir.placement.from_ir.task_graph)
+        # and mostly touch as many bytes: one Work for them, made and hashed once.
+        touched = touched_bytes(task, effects, regions)
+        key = (id(body), touched, working_set)
+        known = self._touching.get(key)
+        if known is not None and known[0] is body:
+            return known[1]
+        work = with_touched(body, touched, working_set)
+        work = self._alike.setdefault(work, work)
+        self._touching[key] = (body, work)
+        return work
 
     def task_time(self, task: TaskOp, name: str, device: Device, busy: int | None = None) -> float:
         """Measured, else estimated with `busy` of the device's ranks running at once

@@ -1,6 +1,7 @@
 """Static cost estimates: trip counts x ops on hand-written tasks, and the roofline."""
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,15 +10,20 @@ from devices import LOCAL_CPU, rank_device
 
 from dhir.analysis.counts import DEFAULT_TRIP_COUNT, trip_count
 from dhir.analysis.profile import Measurement, load_profile, profile_from_json
-from dhir.analysis.work import Work, task_work
+from dhir.analysis.work import Work, body_work, task_work
 from dhir.api import parse_string
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.diagnostics import DhirError
 from dhir.ir.tasks import task_ids
 from dhir.machine.description import REFERENCE_GPU, Link
 from dhir.machine.roofline import STREAM_COUNTED, cold_bytes, curve_rate, rates, roofline_time
+from dhir.placement import cost_model
 from dhir.placement.cost_model import CostModel
 from dhir.targets import DeviceKind
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "bench"))
+
+import programs  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 
 def tasks_of(text: str) -> list[TaskOp]:
@@ -641,3 +647,27 @@ def test_tasks_of_equal_work_share_one_work_and_its_estimates() -> None:
         for task in (t0, t1, t2):
             expected = fresh.task_time(task, "t", LOCAL_CPU, busy)
             assert costs.task_time(task, "t", LOCAL_CPU, busy) == expected
+
+
+def test_tasks_of_one_shape_share_one_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shape's tasks touching as many bytes get one Work, made once (10,000 generated
+    tasks made and hashed one each); a task touching other bytes gets its own."""
+    module = parse_string(programs.many_tasks(6, buffers=2))
+    tasks = list(task_ids(module))
+    made: list[Work] = []
+    original = cost_model.with_touched
+
+    def counted(body: Work, touched: int, working_set: int | None = None) -> Work:
+        made.append(body)
+        return original(body, touched, working_set)
+
+    monkeypatch.setattr(cost_model, "with_touched", counted)
+    costs = CostModel()
+    body = body_work(tasks[0])
+    works = [costs.work(task, working_set=64, body=body) for task in tasks]
+    assert len(made) == 1
+    assert all(work is works[0] for work in works)
+    assert works[0] == task_work(tasks[0], body=body, working_set=64)
+    assert costs.work(tasks[0]) is works[0]  # asked again: as found
+    other = CostModel().work(tasks[1], working_set=128, body=body)
+    assert other == replace(works[0], working_set=128)
