@@ -24,7 +24,7 @@ if rebuilding its own literal does not give the parsed attribute, nothing is clo
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from typing import TYPE_CHECKING, NamedTuple, cast
@@ -35,7 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.arith import ConstantOp
 from dhir.dialects.dhir import YieldOp
-from dhir.ir.build import new_op
+from dhir.ir.build import insert_new, new_op
 
 if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser
@@ -70,12 +70,13 @@ class _Prototype:
     constants: tuple[Operation, ...]  # the arith.constant of each literal, in `region`
     constant_indices: tuple[int, ...]  # their places in `region`'s walk order
     checked: bool  # whether a clone's body passes dhir.task's checks when this one does
+    plan: "_Plan | None"  # how _copy builds a clone; None: _Copier builds it
 
 
 class ClonedBody(NamedTuple):
-    """A cloned region, for the verifier: the values it uses from outside, and whether
-    dhir.task's checks of its ops follow from the prototype's (its target can matter:
-    gpu ops are allowed in GPU tasks only)."""
+    """A cloned region, for the verifier: the values it uses from outside besides its
+    task's operands, and whether dhir.task's checks of its ops follow from the
+    prototype's (its target can matter: gpu ops are allowed in GPU tasks only)."""
 
     free: tuple[SSAValue, ...]
     checked: bool
@@ -152,13 +153,17 @@ class TaskBodyCache:
             ]
         except (ValueError, OverflowError, VerifyException):
             return None  # out of its type's range: the parser reports it
-        changes = [
-            _Change(location, None) for location in _locations(parser, prototype, body.spans, start)
-        ]
+        locations = list(_locations(parser, prototype, body.spans, start))
+        free = tuple(mapping[old] for _, _, old in prototype.free)
+        if prototype.plan is not None:
+            new_values = dict(zip(prototype.constant_indices, values, strict=True))
+            inputs = [mapping[value] for value in prototype.plan.inputs]
+            return _copy(prototype.plan, inputs, locations, new_values), free
+        changes = [_Change(location, None) for location in locations]
         for index, value in zip(prototype.constant_indices, values, strict=True):
             changes[index] = changes[index]._replace(value=value)
         clone = _Copier(mapping, iter(changes)).region(prototype.region)
-        return clone, tuple(mapping[old] for _, _, old in prototype.free)
+        return clone, free
 
     def _constant(self, op: Operation, literal: str) -> Attribute | None:
         """_constant_value, once per literal and kind of value (the class and type of the
@@ -261,6 +266,130 @@ class _Copier:
         for region, new_region in zip(op.regions, regions, strict=True):
             self._fill(region, new_region)
         return copy
+
+
+class _OpPlan(NamedTuple):
+    """One op of a prototype, as _copy builds its copy: values by their slot."""
+
+    cls: type[Operation]
+    operands: tuple[int, ...]
+    result_types: tuple[Attribute, ...]
+    results: tuple[tuple[int, str | None], ...]  # (slot, name) of each result
+    properties: dict[str, Attribute]
+    attributes: dict[str, Attribute]
+    location: LocationAttr  # the prototype's, for an op its text does not spell
+    regions: tuple[tuple["_BlockPlan", ...], ...]
+
+
+class _BlockPlan(NamedTuple):
+    name: str | None
+    arg_types: tuple[Attribute, ...]
+    args: tuple[tuple[int, str | None], ...]  # (slot, name) of each argument
+    ops: tuple[_OpPlan, ...]
+
+
+class _Plan(NamedTuple):
+    """A prototype's region flattened for _copy: its values numbered (the values from
+    outside, `inputs`, first), its ops in walk order."""
+
+    inputs: tuple[SSAValue, ...]
+    slots: int
+    blocks: tuple[_BlockPlan, ...]
+
+
+def _plan(region: Region, inputs: tuple[SSAValue, ...]) -> _Plan | None:
+    """The plan of `region`, which uses only `inputs` from outside; None when _Copier must
+    copy it (a branch to a block, or an operand defined after its use in walk order)."""
+    slots = {value: slot for slot, value in enumerate(inputs)}
+
+    def blocks(region: Region) -> tuple[_BlockPlan, ...] | None:
+        planned: list[_BlockPlan] = []
+        for block in region.blocks:
+            args = tuple((slots.setdefault(arg, len(slots)), arg._name) for arg in block.args)  # pyright: ignore[reportPrivateUsage]
+            arg_types = tuple(arg.type for arg in block.args)
+            ops: list[_OpPlan] = []
+            for op in block.ops:
+                planned_op = one(op)
+                if planned_op is None:
+                    return None
+                ops.append(planned_op)
+            planned.append(_BlockPlan(block._name, arg_types, args, tuple(ops)))  # pyright: ignore[reportPrivateUsage]
+        return tuple(planned)
+
+    def one(op: Operation) -> _OpPlan | None:
+        if op.successors or any(value not in slots for value in op.operands):
+            return None
+        results = tuple((slots.setdefault(r, len(slots)), r._name) for r in op.results)  # pyright: ignore[reportPrivateUsage]
+        regions: list[tuple[_BlockPlan, ...]] = []
+        for inner in op.regions:
+            planned = blocks(inner)
+            if planned is None:
+                return None
+            regions.append(planned)
+        return _OpPlan(
+            type(op),
+            tuple(slots[value] for value in op.operands),
+            tuple(result.type for result in op.results),
+            results,
+            op.properties,
+            op.attributes,
+            op.location,
+            tuple(regions),
+        )
+
+    planned = blocks(region)
+    return None if planned is None else _Plan(inputs, len(slots), planned)
+
+
+def _copy(
+    plan: _Plan,
+    inputs: list[SSAValue],
+    locations: list[LocationAttr | None],
+    new_values: Mapping[int, Attribute | None],
+) -> Region:
+    """A copy of the plan's region as _Copier makes it, built straight from the plan:
+    `inputs` in place of its inputs, each op (in walk order) at its location in
+    `locations` (None: the prototype's), the arith.constant at each index of
+    `new_values` with that value."""
+    values: list[SSAValue | None] = [*inputs, *repeat(None, plan.slots - len(inputs))]
+    order = iter(range(len(locations)))
+
+    def region(blocks: tuple[_BlockPlan, ...]) -> Region:
+        copy = Region()
+        made = [block(planned) for planned in blocks]
+        copy.add_block(made)
+        return copy
+
+    def block(planned: _BlockPlan) -> Block:
+        new = Block(arg_types=planned.arg_types)
+        new._name = planned.name  # pyright: ignore[reportPrivateUsage]
+        for arg, (slot, name) in zip(new.args, planned.args, strict=True):
+            arg._name = name  # pyright: ignore[reportPrivateUsage]
+            values[slot] = arg
+        insert_new([op(planned_op) for planned_op in planned.ops], new, None)
+        return new
+
+    def op(planned: _OpPlan) -> Operation:
+        index = next(order)
+        location = locations[index]
+        value = new_values.get(index)
+        properties = planned.properties if value is None else {**planned.properties, "value": value}
+        new = new_op(
+            planned.cls,
+            cast(list[SSAValue], [values[slot] for slot in planned.operands]),
+            planned.result_types,
+            properties,
+            planned.attributes,
+            planned.location if location is None else location,
+        )
+        for result, (slot, name) in zip(new.results, planned.results, strict=True):
+            result._name = name  # pyright: ignore[reportPrivateUsage]
+            values[slot] = result
+        for blocks in planned.regions:
+            new.add_region(region(blocks))
+        return new
+
+    return region(plan.blocks)
 
 
 def _constant_value(op: Operation, literal: str) -> Attribute | None:
@@ -370,6 +499,7 @@ def _prototype(
         literal_ops,
         constants,
         checked,
+        _plan(kept, tuple(stand_ins.values())),
     )
 
 
