@@ -5,7 +5,9 @@ verifies op by op instead, so each error names the op's `file:line:col`, and add
 the SSA dominance check that xDSL lacks.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import cast
 
 from xdsl.dialects.builtin import (
@@ -32,7 +34,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
-from xdsl.traits import NoTerminator, SymbolTable
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
@@ -125,7 +127,11 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
     # Verifying changes no symbol: each call and memref.get_global finds what it names
     # in one table of them (xDSL's lookup_symbol reads every name of the module).
     symbols = Symbols()
-    with checked_task_bodies(bodies), func.callees_found_by(symbols.lookup):
+    with (
+        checked_task_bodies(bodies),
+        func.callees_found_by(symbols.lookup),
+        _isolation_known(cloned),
+    ):
         while pending:
             op = pending.pop()
             _verify_op(op, dominance, cloned, symbols)
@@ -138,6 +144,51 @@ def verify_module(module: Operation, cloned: Mapping[Region, ClonedBody] | None 
     if isinstance(module, ModuleOp):
         _verify_declared_functions(module)
         _verify_task_calls(module)
+
+
+# The regions the parser cloned, while verify_module runs (see _verify_isolated).
+_CLONED: ContextVar[Mapping[Region, ClonedBody] | None] = ContextVar("cloned", default=None)
+_verify_isolated_fully = IsolatedFromAbove.verify
+
+
+@contextmanager
+def _isolation_known(cloned: Mapping[Region, ClonedBody]) -> Iterator[None]:
+    token = _CLONED.set(cloned)
+    try:
+        yield
+    finally:
+        _CLONED.reset(token)
+
+
+def _verify_isolated(self: IsolatedFromAbove, op: Operation) -> None:
+    """xDSL's check that no op inside `op` uses a value defined outside it, which reads
+    every operand of the function that holds a schedule: a cloned body (see
+    verify_module) uses from outside only its task's operands, which the check reads at
+    the task, and the values its ClonedBody lists, so only those are read for it. Where
+    one is defined outside `op`, xDSL's own check runs, to report what it reports."""
+    cloned = _CLONED.get()
+    if not cloned:
+        _verify_isolated_fully(self, op)
+        return
+    regions = list(op.regions)
+    while regions:
+        region = regions.pop()
+        body = cloned.get(region)
+        if body is not None:
+            if any(not op.is_ancestor(v.owner) or v.owner is op for v in body.free):
+                _verify_isolated_fully(self, op)
+            continue
+        for block in region.blocks:
+            for child in block.ops:
+                for operand in child.operands:
+                    if not op.is_ancestor(operand.owner) or operand.owner is op:
+                        _verify_isolated_fully(self, op)
+                        return
+                if not child.has_trait(IsolatedFromAbove):
+                    regions += child.regions
+
+
+IsolatedFromAbove.verify = _verify_isolated
 
 
 def _verify_declared_functions(module: ModuleOp) -> None:

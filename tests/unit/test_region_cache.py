@@ -314,3 +314,32 @@ def test_clones_keep_names_with_two_number_suffixes() -> None:
     ]
     assert names == [["i_1", "x_1"]]
     assert print_module(module).count("%i_1_1 = arith.constant 1") == 1
+
+
+def test_clone_using_a_value_from_outside_its_function() -> None:
+    """The verifier reads only the outer values a clone lists for func.func's isolation
+    check: @other's clones of @main's task use the module's %s, not an argument."""
+    task = """    %t{n} = dhir.task %cpu, %a {{
+      %i = arith.constant {n} : index
+      %x = memref.load %a[%i] : memref<4xf32>
+      %y = arith.addf %x, %s : f32
+      memref.store %y, %a[%i] : memref<4xf32>
+    }}
+"""
+
+    def function(name: str, args: str) -> str:
+        tasks = "".join(task.format(n=n) for n in range(2))
+        head = f'func.func @{name}({args}) {{\n  dhir.schedule %a {{\n    %cpu = dhir.target {{kind = "cpu"}}\n'
+        return head + tasks + "  }\n  return\n}\n"
+
+    text = (
+        function("main", "%a: memref<4xf32>, %s: f32")
+        + '%s = "arith.constant"() <{value = 1.0 : f32}> : () -> f32\n'
+        + function("other", "%a: memref<4xf32>")
+    )
+    parser = LocatedParser(make_context(), text, "t.mlir")
+    parser.parse_module()
+    assert len(parser.task_bodies.cloned) == 3
+    with pytest.raises(DhirError, match="IsolatedFromAbove") as error:
+        parse_string(text, "t.mlir")
+    assert "t.mlir:20:1" in str(error.value)
