@@ -123,6 +123,13 @@ def _readable(message: str) -> str:
     return message
 
 
+# What xDSL says of a number whose type after `:` it refuses (1.5 : i32, 1 : none).
+_NUMBER_TYPE_ERRORS = (
+    "Floating point value is not valid for integer type.",
+    "Invalid type given for integer or float attribute.",
+)
+
+
 class LocatedParser(Parser):
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0) -> None:
         super().__init__(ctx, text, name)
@@ -314,12 +321,35 @@ class LocatedParser(Parser):
             raise ParseError(start, "float constant out of its type's range") from None
         except NotImplementedError:  # xDSL packs no f80 or f128 values
             raise ParseError(start, _UNSUPPORTED_FLOATS) from None
+        except ParseError as error:
+            raise self._number_type_error(start, error) from None
         # xDSL 0.74 reads f80 and f128 constants but cannot write them (an internal error
         # when the module was printed); dhir computes in no such type.
         kind = getattr(getattr(attr, "type", None), "element_type", getattr(attr, "type", None))
         if isinstance(kind, Float80Type | Float128Type):
             raise ParseError(start, _UNSUPPORTED_FLOATS)
         return attr
+
+    def _number_type_error(self, start: Span, error: ParseError) -> ParseError:
+        """`error` at the number `start` begins, in the user's terms, where xDSL refused
+        the type written after it: xDSL puts it at the token after the type (the next
+        line's op)."""
+        if error.msg not in _NUMBER_TYPE_ERRORS:
+            return error
+        typed = self.lexer.input.content[start.start : error.span.start].rstrip()
+        number, _, type_text = typed.partition(":")
+        number, type_text = number.strip(), type_text.strip()
+        if error.msg == _NUMBER_TYPE_ERRORS[0]:
+            why = (
+                f"{number} is a float, but {type_text} is an integer type; write an "
+                f"integer, or give a float type ({number} : f64)"
+            )
+        else:
+            why = (
+                f"{number} cannot be of type {type_text}: a number's type must be an "
+                "integer or float type (i32, index, f64)"
+            )
+        return ParseError(Span(start.start, start.start + len(typed), start.input), why)
 
     def location_at(self, offset: int) -> FileLineColLoc:
         """The location of a character of the input."""

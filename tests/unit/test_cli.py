@@ -164,6 +164,23 @@ def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None
     )
 
 
+@pytest.mark.parametrize(
+    ("constant", "words"),
+    [
+        ("1.5 : i32", "1.5 is a float, but i32 is an integer type"),
+        ("2.5 : index", "2.5 is a float, but index is an integer type"),
+        ("1 : memref<4xf32>", "a number's type must be an integer or float type"),
+    ],
+)
+def test_a_number_of_the_wrong_type_is_an_error_at_the_number(constant: str, words: str) -> None:
+    # xDSL raised it at the token after the type: the next line's `return`.
+    text = f"func.func @f() {{\n  %x = arith.constant {constant}\n  return\n}}\n"
+    with pytest.raises(DhirError) as caught:
+        parse_string(text)
+    message = str(caught.value)
+    assert "<string>:2:23: error:" in message and words in message
+
+
 @pytest.mark.parametrize("constant", ["1.5 : f80", "dense<[1.5, 2.0]> : tensor<2xf128>"])
 def test_an_f80_or_f128_constant_is_a_located_error(constant: str) -> None:
     # xDSL read them and failed to print them: an internal error.
