@@ -10,6 +10,7 @@
 Headers carry no types: every operand is already defined, so its type is known.
 """
 
+import difflib
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -77,6 +78,40 @@ class VerifyExceptionAt(VerifyException):
 # Placement records its decision on each task as `dhir.rank = R : i64`; a rank written
 # there by the user (or a test) is honoured, so any placement can be forced.
 RANK_ATTR = "dhir.rank"
+
+# The dhir.* attributes each op takes: the user's first, then those dhir's passes write
+# (dhir-split's dhir.piece, dhir-split-devices' dhir.rows, dhir-gpu-kernels'
+# dhir.gpu_rows, dhir-annotate-dependences' six), which dhir-opt prints and reads back.
+# Any other is a typo (dhir.rnak) that nothing would read: refused, not ignored.
+USER_TASK_ATTRS = (RANK_ATTR, "dhir.split", "dhir.reassociate")
+TASK_ATTRS = frozenset(
+    {
+        *USER_TASK_ATTRS,
+        "dhir.piece",
+        "dhir.rows",
+        "dhir.gpu_rows",
+        "dhir.id",
+        "dhir.reads",
+        "dhir.writes",
+        "dhir.read_regions",
+        "dhir.write_regions",
+        "dhir.after",
+    }
+)
+SCHEDULE_ATTRS = frozenset({"dhir.shardings"})
+
+
+def _verify_dhir_attrs(op: Operation, known: frozenset[str], users: Sequence[str]) -> None:
+    for key in op.attributes:
+        if not key.startswith("dhir.") or key in known:
+            continue
+        nearest = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+        guess = f" (did you mean {nearest[0]}?)" if nearest else ""
+        takes = f"takes {', '.join(users)}" if users else "takes no dhir.* attribute"
+        raise VerifyException(
+            f"{op.name} has an attribute {key} that dhir does not know{guess}; {op.name} "
+            f"{takes}: remove it or correct its name"
+        )
 
 
 @irdl_attr_definition
@@ -167,6 +202,7 @@ class TargetOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        _verify_dhir_attrs(self, frozenset(), ())
         given = [key for key in _TARGET_KEYS if self.properties.get(key) is not None]
         if not given:
             raise VerifyException(f"dhir.target names no device; {_TARGET_HELP}")
@@ -319,6 +355,7 @@ class ScheduleOp(IRDLOperation):
             seen.add(name.data)
 
     def verify_(self) -> None:
+        _verify_dhir_attrs(self, SCHEDULE_ATTRS, sorted(SCHEDULE_ATTRS))
         self._verify_names()
         outer = _enclosing_dhir_op(self)
         if outer is not None:
@@ -434,6 +471,7 @@ class TaskOp(IRDLOperation):
         verifier skips those for tasks whose body the parser cloned, since dhir's
         parser builds such a task only as they require (see dhir/ir/region_cache.py)."""
         self._verify_placement_in_schedule()
+        _verify_dhir_attrs(self, TASK_ATTRS, USER_TASK_ATTRS)
         self._verify_rank()
         self._verify_name()
         target, name, memrefs = self._header()

@@ -383,3 +383,37 @@ func.func @task_without_a_region(%a: memref<4xi32>) {
   return
 }
 // CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:10: error: Expected 1 region, but got 0
+
+// -----
+
+func.func @task_attribute_typo(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    %cpu = dhir.target {arch = "x86_64"}
+    // expected-error@+1 {{dhir.task has an attribute dhir.rnak that dhir does not know (did you mean dhir.rank?); dhir.task takes dhir.rank, dhir.split, dhir.reassociate: remove it or correct its name}}
+    %t = dhir.task %cpu, %a attributes {dhir.rnak = 1 : i64} {
+    }
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 5]]:10: error: dhir.task has an attribute dhir.rnak that dhir does not know (did you mean dhir.rank?); dhir.task takes dhir.rank, dhir.split, dhir.reassociate: remove it or correct its name
+
+// -----
+
+func.func @schedule_attribute_typo(%a: memref<4xf32>) {
+  // expected-error@+1 {{dhir.schedule has an attribute dhir.shardng that dhir does not know (did you mean dhir.shardings?); dhir.schedule takes dhir.shardings: remove it or correct its name}}
+  dhir.schedule %a attributes {dhir.shardng = 1 : i64} {
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:3: error: dhir.schedule has an attribute dhir.shardng that dhir does not know (did you mean dhir.shardings?); dhir.schedule takes dhir.shardings: remove it or correct its name
+
+// -----
+
+func.func @target_attribute(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    // expected-error@+1 {{dhir.target has an attribute dhir.threds that dhir does not know; dhir.target takes no dhir.* attribute: remove it or correct its name}}
+    %cpu = dhir.target {arch = "x86_64", dhir.threds = 2 : i64}
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:12: error: dhir.target has an attribute dhir.threds that dhir does not know; dhir.target takes no dhir.* attribute: remove it or correct its name
