@@ -30,11 +30,11 @@ the independence proofs name it (`3 * d + 1` is exact there); measured in a loop
 memref from outside it at a constant dimension, it is a number at the loop's entry too.
 """
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.traits import IsTerminator
 
@@ -49,6 +49,7 @@ from dhir.analysis.lift import (
     Lifted,
     Lifter,
     Mod,
+    constant,
     leaf,
     leaves_of,
 )
@@ -102,9 +103,81 @@ class WrapCheck:
     region: Region | None = None
 
 
+def wrap_lifter() -> Lifter:
+    """The lifter `wrap_checks` finds the checks with (both backends): one that also
+    reads an integer division or remainder of two numbers as the number native code
+    computes. The optimizer's block ends (`(16 max 0) divui 64 * 64`) are then numbers,
+    and a loop up to one has the constant range of a loop written with that number:
+    nothing of it to check. Only numbers: a division of anything else stays unknown."""
+    reader = _NumberDivisions()
+    lifter = Lifter(reader)
+    reader.lifter = lifter
+    return lifter
+
+
+class _NumberDivisions:
+    """Reads `arith` divisions and remainders of 64-bit numbers (dhir.analysis.lift's
+    Reader)."""
+
+    lifter: Lifter | None = None
+
+    def inputs(self, op: Operation) -> Sequence[SSAValue]:
+        return op.operands if isinstance(op, _DIVIDING) else ()
+
+    def read(self, value: OpResult) -> Lifted | None:
+        op, lifter = value.op, self.lifter
+        if not isinstance(op, _DIVIDING) or lifter is None:
+            return None
+        if scalar_int_width(value.type) != INDEX_WIDTH:
+            return None
+        left, right = (lifter.constant(v) for v in op.operands[:2])
+        if left is None or right is None:
+            return None
+        found = native_division(type(op), left, right)
+        return None if found is None else Lifted.at(constant(found))
+
+
+def native_division(kind: type[Operation], left: int, right: int) -> int | None:
+    """What the 64-bit division or remainder `kind` (one of _DIVIDING) gives for signed
+    operands `left` and `right`, read signed, as the interpreter computes it; None where
+    it has no defined result (a divisor of 0, the least number divided by -1)."""
+    if issubclass(kind, _UNSIGNED):
+        a, b = left % (2 * HALF_64), right % (2 * HALF_64)
+        if b == 0:
+            return None
+        if issubclass(kind, arith.RemUIOp):
+            found = a % b
+        else:
+            found = -(-a // b) if issubclass(kind, arith.CeilDivUIOp) else a // b
+        return _signed(found)
+    if right == 0 or (left == -HALF_64 and right == -1):
+        return None
+    truncated = abs(left) // abs(right) * (1 if (left < 0) == (right < 0) else -1)
+    if issubclass(kind, arith.DivSIOp):
+        return truncated
+    if issubclass(kind, arith.RemSIOp):
+        return left - right * truncated
+    return -(-left // right) if issubclass(kind, arith.CeilDivSIOp) else left // right
+
+
+def _signed(bits: int) -> int:
+    return (bits + HALF_64) % (2 * HALF_64) - HALF_64
+
+
+_UNSIGNED = (arith.DivUIOp, arith.CeilDivUIOp, arith.RemUIOp)
+_DIVIDING = (
+    *_UNSIGNED,
+    arith.DivSIOp,
+    arith.RemSIOp,
+    arith.FloorDivSIOp,
+    arith.CeilDivSIOp,
+)
+
+
 def wrap_checks(root: Operation, lifter: Lifter | None = None) -> list[WrapCheck]:
-    """The checks the host loops in `root` need, outermost loop first."""
-    lifter = Lifter() if lifter is None else lifter
+    """The checks the host loops in `root` need, outermost loop first (`lifter`: one
+    of `wrap_lifter`'s)."""
+    lifter = wrap_lifter() if lifter is None else lifter
     _name_sizes(root, lifter)
     _name_invariants(root, lifter)
     found: dict[Operation | Region, dict[Affine, None]] = {}

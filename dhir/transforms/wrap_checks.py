@@ -38,6 +38,7 @@ from dhir.analysis.wrap_checks import (
     measured,
     region_leaves,
     wrap_checks,
+    wrap_lifter,
 )
 from dhir.dialects import affine, arith, func, memref, scf
 from dhir.dialects.affine import parallel_bounds
@@ -57,7 +58,7 @@ class WrapChecksPass(ModulePass):
     name = "dhir-wrap-checks"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lifter = Lifter()
+        lifter = wrap_lifter()
         checks = wrap_checks(op, lifter)
         for check in checks:
             if check.region is None:

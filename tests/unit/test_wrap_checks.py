@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xdsl.ir import Operation
 
 import dhir
 from dhir import DhirError
 from dhir.analysis.lift import Lifter
 from dhir.analysis.overlaps import parallel_independence
-from dhir.analysis.wrap_checks import WrapCheck, verdict, wrap_checks
-from dhir.dialects import affine, scf
+from dhir.analysis.wrap_checks import WrapCheck, native_division, verdict, wrap_checks
+from dhir.dialects import affine, arith, scf
 from dhir.ir.walk import find_ops
 
 needs_llvm = pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
@@ -994,3 +995,68 @@ def test_a_counted_while_of_constant_bounds_stops_at_the_access(backend: str) ->
         _run_as(backend, CONSTANT_COUNTED, a, np.zeros(16, np.int64))
     assert "prog.mlir:11:10: error: " in str(caught.value)
     assert "index -9223372036854775808 of dimension 0" in str(caught.value)
+
+
+# dhir-optimize-bodies' column blocks: a parallel loop up to (n max 0) divui 64 * 64, its
+# lanes at j + 48. Of n = 200 the end is the number 192, as if written so: j ranges over
+# 0, 64, 128 and nothing is checked; of an argument %n it is checked as before.
+BLOCK_END = """func.func @main(%o: memref<256xi64>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c48 = arith.constant 48 : index
+  %c64 = arith.constant 64 : index
+  %c200 = arith.constant 200 : index
+  %m = arith.maxsi {end}, %c0 : index
+  %d = arith.divui %m, %c64 : index
+  %e = arith.muli %d, %c64 : index
+  scf.parallel (%j) = (%c0) to (%e) step (%c64) {{
+    %k = arith.addi %j, %c48 : index
+    %v = arith.index_cast %k : index to i64
+    memref.store %v, %o[%k] : memref<256xi64>
+    scf.reduce
+  }}
+  return
+}}
+"""
+
+
+def test_a_loop_up_to_a_division_of_numbers_has_that_range() -> None:
+    module = dhir.parse_string(BLOCK_END.format(end="%c200"), "prog.mlir")
+    assert wrap_checks(module) == []
+    assert len(wrap_checks(module, Lifter())) == 1  # a lifter that reads no division
+
+
+def test_a_loop_up_to_a_division_of_an_argument_is_checked() -> None:
+    module = dhir.parse_string(BLOCK_END.format(end="%n"), "prog.mlir")
+    (loop,) = find_ops(module, scf.ParallelOp)
+    assert [check.loop for check in wrap_checks(module)] == [loop]
+
+
+@pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=needs_llvm)])
+def test_a_loop_up_to_a_division_of_numbers_runs(backend: str) -> None:
+    out = _run(backend, BLOCK_END.format(end="%c200"), np.zeros(256, np.int64), 0, ranks=1)[0]
+    want = np.zeros(256, np.int64)
+    want[[48, 112, 176]] = [48, 112, 176]
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize(
+    ("kind", "left", "right", "want"),
+    [
+        (arith.DivUIOp, -1, 2, 2**63 - 1),  # the bits of -1 read unsigned
+        (arith.RemUIOp, -1, 10, 5),  # 2**64 - 1 = 18446744073709551615
+        (arith.CeilDivUIOp, 5, 2, 3),
+        (arith.DivUIOp, 5, -1, 0),  # divided by 2**64 - 1
+        (arith.DivSIOp, -7, 2, -3),
+        (arith.RemSIOp, -7, 2, -1),
+        (arith.FloorDivSIOp, -7, 2, -4),
+        (arith.CeilDivSIOp, -7, 2, -3),
+        (arith.CeilDivSIOp, 7, 2, 4),
+        (arith.DivSIOp, -(2**63), -1, None),  # overflows: no defined result
+        (arith.FloorDivSIOp, 1, 0, None),
+        (arith.DivUIOp, 1, 0, None),
+    ],
+)
+def test_a_division_of_numbers_is_what_native_code_computes(
+    kind: type[Operation], left: int, right: int, want: int | None
+) -> None:
+    assert native_division(kind, left, right) == want

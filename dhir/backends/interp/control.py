@@ -24,6 +24,7 @@ from dhir.analysis.wrap_checks import (
     region_leaves,
     verdict,
     wrap_checks,
+    wrap_lifter,
 )
 from dhir.backends.interp.core import (
     INDEX_WIDTH,
@@ -168,7 +169,7 @@ class ControlImpls(InterpreterFunctions):
             while (parent := root.parent_op()) is not None:
                 root = parent
             if root not in self._wraps:
-                lifter = Lifter()
+                lifter = wrap_lifter()
                 found = wrap_checks(root, lifter)
                 self._wraps[root] = lifter, {c.region or c.loop: c for c in found}
             self._loops[op] = root
