@@ -3,7 +3,7 @@ write-after-write hazards on the schedule's memrefs, in program order, between t
 whose access regions (analysis/regions.py) overlap."""
 
 from bisect import bisect_left, insort
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -111,6 +111,35 @@ def task_graph(schedule: ScheduleOp) -> TaskGraph:
         {m: sorted(w, key=lambda e: e[0]) for m, w in final.items() if w},
         shapes.ids,
     )
+
+
+def carried(
+    graph: TaskGraph, kept: Mapping[SSAValue, isl.Set] | None = None
+) -> list[list[tuple[int, SSAValue, int | None]]]:
+    """For a schedule a loop runs again and again (a time loop's step): per task, the
+    elements it needs that a task no earlier wrote last in the step before, and no
+    earlier task of its own step writes again: (that task, the memref, how many; None
+    when not a finite count). `kept`: per memref, elements every rank holds anyway
+    (none of them count)."""
+    kept = kept or {}
+    stale: dict[SSAValue, _Accesses] = {}
+    for memref, writes in graph.final_writes.items():
+        found = stale[memref] = _Accesses()
+        for k, region in writes:
+            left = region - kept[memref] if memref in kept else region
+            found.add(_Region.of_set(left), k)
+    needed: list[list[tuple[int, SSAValue, int | None]]] = [[] for _ in graph.effects]
+    for k, (effect, regions) in enumerate(zip(graph.effects, graph.regions, strict=True)):
+        for memref in effect.touches():
+            accesses = stale.get(memref)
+            if accesses is None:
+                continue
+            needs = _Region.of_set(regions.needs(memref))
+            for region, tasks in accesses.meeting(needs):
+                count = count_elements(region.set & needs.set)
+                needed[k] += [(i, memref, count) for i in tasks if i != k]
+            accesses.trim(_Region.of(regions, memref, True))
+    return needed
 
 
 @dataclass

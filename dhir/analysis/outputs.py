@@ -10,11 +10,13 @@ some function calls the entry, or its body has several blocks (a branch may run 
 again), the rule does not hold and everything goes to every rank.
 """
 
+import functools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+import islpy as isl
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
@@ -22,6 +24,7 @@ from xdsl.traits import IsTerminator
 from dhir.analysis.effects import derived_results
 from dhir.analysis.lift import Lifter, number
 from dhir.analysis.sharing import may_alias, meets_passed_global, memory_of
+from dhir.analysis.validity import Box, divisible, everything
 from dhir.dialects import affine, func, memref, scf
 from dhir.dialects.dhir import (
     DEVICE_BUFFER_ATTR,
@@ -356,6 +359,27 @@ def loaded_elements(
         if element not in found:
             found.append(element)
     return tuple(found)
+
+
+def loaded_regions(schedule: ScheduleOp) -> dict[SSAValue, isl.Set]:
+    """Per memref that host code in the time loop around `schedule` loads (`step_loop`),
+    the elements it loads (`loaded_elements`; all of them where a subscript is not
+    known, or the shape is not): what every rank holds at each step's end, as
+    dhir-lower-to-mpi brings it and the placement's replay charges it."""
+    found = step_loop(schedule)
+    if found is None:
+        return {}
+    loop, loaded = found
+    out: dict[SSAValue, isl.Set] = {}
+    for value in loaded:
+        full = everything(value.type)
+        elements = loaded_elements(loop, schedule, value) if divisible(value.type) else None
+        if elements is None:
+            out[value] = full
+            continue
+        points = [Box(e, tuple(k + 1 for k in e)).as_set() for e in elements]
+        out[value] = functools.reduce(isl.Set.union, points, full.empty(full.get_space())) & full
+    return out
 
 
 def _subscripts(op: memref.LoadOp | affine.LoadOp, lifter: Lifter) -> tuple[int, ...] | None:

@@ -13,20 +13,25 @@ of its ranks. The program dhir-lower-to-mpi builds is stricter, and this replays
 - At the end, the writes that stand go to rank 0 the same way for memrefs only rank 0
   needs afterwards; every other written memref is broadcast: every rank waits for the
   slowest, then for the broadcast (`broadcast_time`) of those elements.
+- A schedule in a time loop (`step_loop`) is replayed for one step as the loop repeats
+  it: nothing is assembled at its end but the elements the loop's host code loads
+  (`loaded_regions`, broadcast from their last writers), and before a task, what it
+  needs that another rank's task wrote a step before comes from that rank
+  (`from_ir.StepFacts`), the facts dhir-lower-to-mpi plans its messages by.
 
 Task times are the graph's (estimated or measured), re-estimated when the placement keeps
 fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 """
 
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.ir import SSAValue
 
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.outputs import dead_after, root_only, time_loop
+from dhir.analysis.outputs import dead_after, root_only
 from dhir.analysis.partition import Storage
 from dhir.analysis.work import region_bytes
 from dhir.dialects.dhir import ScheduleOp, TaskOp
@@ -38,6 +43,7 @@ from dhir.placement.from_ir import (
     depths,
     device_name,
     rank_of_device,
+    step_facts,
     task_costs,
 )
 from dhir.placement.graph import Placement, TaskGraph
@@ -177,6 +183,9 @@ class Timeline:
     placement: Placement
     transfers: list[Transfer]
     makespan: float
+    # A time loop's step's end: from each last writer of the elements the loop's host
+    # code loads, a message to every other rank (target None), as MPI_Bcast counts it.
+    spreads: list[Transfer] = field(default_factory=list[Transfer])
 
 
 def as_built_timeline(
@@ -249,8 +258,12 @@ class _Replay:
             if value not in unsent
         }
         self.position = position
-        if time_loop(schedule) is not None:
-            self.finals = {}  # assembled once after the loop, not every iteration
+        # In a time loop, its data is assembled once after the loop, not every step: a
+        # step ends bringing the elements its host code loads to every rank, and its
+        # tasks take what the step before wrote on other ranks.
+        self.step = step_facts(schedule, deps)
+        if self.step is not None:
+            self.finals = {}
 
     def makespan(self, assignment: Mapping[str, str]) -> float:
         return self._replayed(assignment, None)[2]
@@ -258,17 +271,22 @@ class _Replay:
     def timeline(self, assignment: Mapping[str, str]) -> "Timeline":
         """When each task runs, and each message between ranks, as built."""
         moves: list[Transfer] = []
-        start, finish, end = self._replayed(assignment, moves)
+        spreads: list[Transfer] = []
+        start, finish, end = self._replayed(assignment, moves, spreads)
         placement = Placement(
             dict(assignment), dict(zip(self.names, start)), dict(zip(self.names, finish))
         )
-        return Timeline(placement, moves, end)
+        return Timeline(placement, moves, end, spreads)
 
     def _replayed(
-        self, assignment: Mapping[str, str], moves: list[Transfer] | None
+        self,
+        assignment: Mapping[str, str],
+        moves: list[Transfer] | None,
+        spreads: list[Transfer] | None = None,
     ) -> tuple[list[float], list[float], float]:
-        """Each task's start and finish, and the end; each message added to `moves`
-        (None: not recorded, for `makespan`, which judges every candidate)."""
+        """Each task's start and finish, and the end; each message added to `moves`, and
+        each of a time loop's step's end to `spreads` (None: not recorded, for
+        `makespan`, which judges every candidate)."""
         ranks = self.ranks
         cost = self._task_times(assignment)
         clock = [0.0] * ranks
@@ -276,8 +294,16 @@ class _Replay:
         start = [0.0] * len(self.names)
         finish = [0.0] * len(self.names)
         received: set[tuple[int, SSAValue, int]] = set()
+        carried = self._carried(placed)
         for k, name in enumerate(self.names):
             rank = placed[k]
+            for before, nbytes in carried[k]:
+                # Written a step before: sent at that step's end, no wait for the writer.
+                seconds = self._seconds(nbytes, placed[before], rank)
+                begin = clock[rank]
+                clock[rank] = begin + seconds
+                if moves is not None:
+                    moves.append(Transfer(self.names[before], name, begin, clock[rank], nbytes))
             for before, value, nbytes, seconds in self.incoming[k]:
                 if placed[before] != rank and (before, value, rank) not in received:
                     if self.by_pair:
@@ -310,7 +336,52 @@ class _Replay:
                 total = sum(nbytes for _, nbytes in writes)
                 end = max(clock) + broadcast_time(total, self.devices, self.costs)
                 clock = [end] * ranks
+        if self.step is not None and ranks > 1:
+            clock = self._share(clock, finish, spreads)
         return start, finish, max(clock)
+
+    def _carried(self, placed: Sequence[int]) -> list[list[tuple[int, int]]]:
+        """Per task, the bytes it takes of what another rank's task wrote a step before
+        (`StepFacts.carried`), once per writer, memref and rank; none where its rank took
+        them during that step (a later task of its rank needed them then), or holds them."""
+        found: list[list[tuple[int, int]]] = [[] for _ in self.names]
+        if self.step is None:
+            return found
+        taken = {
+            (before, value, placed[k])
+            for k, incoming in enumerate(self.incoming)
+            for before, value, _, _ in incoming
+            if placed[before] != placed[k]
+        }
+        asked: set[tuple[int, SSAValue, int]] = set()
+        for k, carried in enumerate(self.step.carried):
+            for before, value, nbytes in carried:
+                key = (before, value, placed[k])
+                if placed[before] == placed[k] or key in taken or key in asked:
+                    continue
+                asked.add(key)
+                found[k].append((before, nbytes))
+        return found
+
+    def _share(
+        self, clock: list[float], finish: Sequence[float], spreads: list[Transfer] | None
+    ) -> list[float]:
+        """Each rank's clock once a step's end brought the elements the loop's host code
+        loads to every rank, one broadcast per last writer (`StepFacts.shared`)."""
+        assert self.step is not None
+        for value in sorted(self.step.shared, key=self.position.__getitem__):
+            for k, nbytes in self.step.shared[value]:
+                begin = max(max(clock), finish[k])
+                end = begin + broadcast_time(nbytes, self.devices, self.costs)
+                clock = [end] * self.ranks
+                if spreads is not None:
+                    spreads.append(Transfer(self.names[k], None, begin, end, nbytes))
+        return clock
+
+    def _seconds(self, nbytes: int, source: int, target: int) -> float:
+        if self.by_pair:
+            return self._pair(nbytes, source, target)
+        return self.costs.comm_time(nbytes, self.devices)
 
     def _pair(self, nbytes: int, source: int, target: int) -> float:
         return self.costs.pair_time(nbytes, self.devices[source], self.devices[target])

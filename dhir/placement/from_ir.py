@@ -24,17 +24,21 @@ import dataclasses
 import math
 import os
 from collections.abc import Sequence, Set
+from dataclasses import dataclass
 from functools import lru_cache
 
+import islpy as isl
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from dhir.analysis.counts import memref_bytes
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
+from dhir.analysis.dependences import carried as carried_needs
 from dhir.analysis.dependences import task_graph as dependence_graph
-from dhir.analysis.outputs import dead_after, root_only, time_loop
+from dhir.analysis.outputs import dead_after, loaded_regions, root_only, step_loop
 from dhir.analysis.profile import Profile
+from dhir.analysis.regions import count_elements
 from dhir.analysis.threads import runs_on_threads, task_runs_on_threads
 from dhir.analysis.work import (
     Work,
@@ -226,10 +230,17 @@ def task_graph(
     edges = _edges(deps, names, devices, costs)
     outputs = root_only(schedule, entry, called), dead_after(schedule, schedule.args)
     ends, broadcasts = _ends(deps, names, devices, costs, *outputs)
-    if time_loop(schedule) is not None:
+    if step_loop(schedule) is not None:
         # Its data stays distributed between iterations and is assembled once after
-        # the loop (docs/semantics.md, "Time loops"): nothing to pay per iteration.
-        ends, broadcasts = [Edge(e.source, e.target, 0.0) for e in ends], 0.0
+        # the loop (docs/semantics.md, "Time loops"): each step pays only for bringing
+        # the elements the loop's host code loads to every rank (what a task needs of
+        # the step before is no edge of this graph: the replay as built counts it).
+        ends = [Edge(e.source, e.target, 0.0) for e in ends]
+        broadcasts = sum(
+            broadcast_time(nbytes, devices, costs)
+            for writes in _shared(deps, loaded_regions(schedule)).values()
+            for _, nbytes in writes
+        )
     order = tuple(names)
     if len(devices) > 1 and ends:
         cost[END_TASK] = {device_name(0): broadcasts}
@@ -245,6 +256,44 @@ def task_graph(
     _check_room(schedule, names, memory, cost, capacity, devices)
     links = _links(graph_devices, costs.pair_links(devices))
     return TaskGraph(graph_devices, order, cost, tuple(edges), memory, capacity, nodes, links)
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What one step of a time loop around a schedule (`step_loop`) moves between ranks
+    besides its tasks' dependences, as dhir-lower-to-mpi builds it: `shared`, per memref
+    the loop's host code loads, each last writer's task and the bytes of the loaded
+    elements (`loaded_regions`) it wrote, which then go to every rank; `carried`, per
+    task, the elements it needs that a later task wrote a step before: (that task, the
+    memref, bytes), sent from the writer's rank where it is another."""
+
+    shared: dict[SSAValue, list[tuple[int, int]]]
+    carried: list[list[tuple[int, SSAValue, int]]]
+
+
+def step_facts(schedule: ScheduleOp, deps: DependenceGraph) -> StepFacts | None:
+    """`schedule`'s `StepFacts`; None where no time loop holds it (`step_loop`): its data
+    is then assembled at its end."""
+    if step_loop(schedule) is None:
+        return None
+    loaded = loaded_regions(schedule)
+    carried = [
+        [(i, value, region_bytes(value, n)) for i, value, n in needs if n != 0]
+        for needs in carried_needs(deps, loaded)
+    ]
+    return StepFacts(_shared(deps, loaded), carried)
+
+
+def _shared(
+    deps: DependenceGraph, loaded: dict[SSAValue, isl.Set]
+) -> dict[SSAValue, list[tuple[int, int]]]:
+    """`StepFacts.shared` of the `loaded` elements (`loaded_regions`)."""
+    shared: dict[SSAValue, list[tuple[int, int]]] = {}
+    for value, region in loaded.items():
+        writes = deps.final_writes.get(value, [])
+        found = [(k, count_elements(written & region)) for k, written in writes]
+        shared[value] = [(k, region_bytes(value, n)) for k, n in found if n != 0]
+    return shared
 
 
 def _threaded(body: Work, task: TaskOp, threads: bool) -> Work:
@@ -560,7 +609,7 @@ def end_as_built(
     has it (dhir.placement.as_built). For display only: placement keeps the message in
     its model (see held_in_part in dhir.cli.schedule). The other tasks keep their times;
     the end starts once its inputs are on rank 0, in the first gap of rank 0 it fits."""
-    if END_TASK not in placement.assignment or not in_part or time_loop(schedule) is not None:
+    if END_TASK not in placement.assignment or not in_part or step_loop(schedule) is not None:
         return placement
     deps = dependence_graph(schedule)
     names = list(graph.tasks[: len(deps.effects)])

@@ -33,7 +33,6 @@ larger than a piece (docs/semantics.md). Why no rank waits forever: see
 analysis/transfers.py and docs/semantics.md, "Deadlock freedom".
 """
 
-import functools
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -66,7 +65,7 @@ from dhir.analysis.outputs import (
     dead_after,
     entry_called,
     final_to_root,
-    loaded_elements,
+    loaded_regions,
     remembered,
     root_only,
     step_loop,
@@ -74,15 +73,7 @@ from dhir.analysis.outputs import (
 from dhir.analysis.partition import Rows, loaded, row_bands
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.transfers import Event, TaskStep, plan_events, skipped_first
-from dhir.analysis.validity import (
-    Block,
-    Box,
-    Transfer,
-    Validity,
-    divisible,
-    everything,
-    merge_blocks,
-)
+from dhir.analysis.validity import Block, Transfer, Validity, everything, merge_blocks
 from dhir.dialects import arith, func, memref, mpi, scf
 from dhir.dialects.dhir import ScheduleOp, TargetOp, TaskOp, walk_outside_tasks
 from dhir.dialects.dlti import DataLayoutEntryAttr, MapAttr
@@ -220,7 +211,7 @@ class LowerToMPIPass(ModulePass):
             kept = loop_entry_state(schedule, self.ranks, plans, parts.held)
         loop, start = kept if kept is not None else (None, None)
         outputs = root_only(loop or schedule, self.entry_name, called)
-        shared = shared_regions(schedule) if kept is not None else {}
+        shared = loaded_regions(schedule) if kept is not None else {}
         return outputs, start, loop, shared
 
     def _partition(
@@ -252,7 +243,7 @@ class LowerToMPIPass(ModulePass):
 _Held = dict[SSAValue, list[isl.Set]]
 # The memrefs only rank 0 needs after a schedule, and for a schedule that keeps its data
 # distributed through a time loop, its entry validity, the loop, and the elements the
-# loop's host code loads (`shared_regions`), on every rank at each step's end.
+# loop's host code loads (`loaded_regions`), on every rank at each step's end.
 _Step = tuple[set[SSAValue], Validity | None, Operation | None, dict[SSAValue, isl.Set]]
 
 
@@ -398,26 +389,6 @@ def _plans(schedule: ScheduleOp) -> list[TaskStep]:
     ]
 
 
-def shared_regions(schedule: ScheduleOp) -> dict[SSAValue, isl.Set]:
-    """Per memref that host code in the time loop around `schedule` loads (`step_loop`),
-    the elements it loads (`loaded_elements`; all of them where a subscript is not
-    known, or the shape is not)."""
-    found = step_loop(schedule)
-    if found is None:
-        return {}
-    loop, loaded = found
-    out: dict[SSAValue, isl.Set] = {}
-    for value in loaded:
-        full = everything(value.type)
-        elements = loaded_elements(loop, schedule, value) if divisible(value.type) else None
-        if elements is None:
-            out[value] = full
-            continue
-        points = [Box(e, tuple(k + 1 for k in e)).as_set() for e in elements]
-        out[value] = functools.reduce(isl.Set.union, points, full.empty(full.get_space())) & full
-    return out
-
-
 def loop_entry_state(
     schedule: ScheduleOp,
     ranks: int,
@@ -428,14 +399,14 @@ def loop_entry_state(
     loop, and the validity that holds at the start of every iteration, the fixed point
     of running the body from "everything everywhere" (the state on entry) met with what
     the body leaves, the elements the loop's host code loads brought to every rank
-    (`shared_regions`). None when the schedule is not in such a loop, or no fixed point is
+    (`loaded_regions`). None when the schedule is not in such a loop, or no fixed point is
     found. `plans`: the schedule's, when known; `held`: what each rank holds of the
     memrefs it holds only in part."""
     found = step_loop(schedule)
     if found is None:
         return None
     loop = found[0]
-    shared = shared_regions(schedule)
+    shared = loaded_regions(schedule)
     plans = plans if plans is not None else _plans(schedule)
     state = Validity(list(schedule.args), ranks, held)
     for _ in range(LOOP_ROUNDS):

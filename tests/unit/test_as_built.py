@@ -213,3 +213,72 @@ def test_a_makespan_records_no_messages_and_equals_the_timelines(
     monkeypatch.setattr(as_built, "Transfer", recorded)
     monkeypatch.setattr(as_built, "Placement", recorded)
     assert as_built_makespan(schedule, graph, placed, [CPU, CPU], costs) == timeline.makespan
+
+
+LOOP = """
+func.func @main(%a: memref<1000xf32>, %b: memref<1000xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %steps = arith.constant 5 : index
+  %limit = arith.constant 3.0 : f32
+  {head}
+    dhir.schedule %a, %b {{
+      %cpu = dhir.target {{kind = "cpu"}}
+      %t0 = dhir.task %cpu, %a, %b attributes {{dhir.rank = 0 : i64}} {{
+        %one = arith.constant 1 : index
+        %hi = arith.constant 1000 : index
+        scf.for %i = %c0 to %hi step %one {{
+          %v = memref.load %b[%i] : memref<1000xf32>
+          memref.store %v, %a[%i] : memref<1000xf32>
+        }}
+      }}
+      %t1 = dhir.task %cpu, %a, %b attributes {{dhir.rank = 1 : i64}} {{
+        %one = arith.constant 1 : index
+        %hi = arith.constant 1000 : index
+        scf.for %i = %c0 to %hi step %one {{
+          %v = memref.load %a[%i] : memref<1000xf32>
+          memref.store %v, %b[%i] : memref<1000xf32>
+        }}
+      }}
+    }}
+  {tail}
+  return
+}}
+"""
+FOR = ("scf.for %t = %c0 to %steps step %c1 {", "}")
+# An scf.while whose condition tests %b[0], which every rank loads.
+WHILE = (
+    "%r = scf.while (%x = %c0) : (index) -> index {\n"
+    "    %w = memref.load %b[%c0] : memref<1000xf32>\n"
+    "    %go = arith.cmpf olt, %w, %limit : f32\n"
+    "    scf.condition(%go) %x : index\n"
+    "  } do {\n"
+    "  ^bb0(%y: index):",
+    "  scf.yield %y : index\n  }",
+)
+
+
+@pytest.mark.parametrize("loop", ["for", "while"])
+def test_a_time_loops_step_takes_what_the_step_before_wrote_elsewhere(loop: str) -> None:
+    """A step of a time loop: rank 0 first takes what rank 1 wrote of %b a step before
+    (the message the lowering sends at each step's start), then rank 1 takes %a. Of an
+    scf.while testing %b[0], only that element goes to every rank at a step's end (and
+    so is not taken again); it broadcast all of %a and %b at every step's end, and took
+    nothing from the step before."""
+    head, tail = FOR if loop == "for" else WHILE
+    module = parse_string(LOOP.format(head=head, tail=tail))
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    costs = CostModel(link=LINK)
+    graph = task_graph(schedule, [CPU, CPU], costs)
+    placed = {name: f"rank{k}" for k, name in enumerate(graph.tasks[:2])}
+    t0, t1 = (graph.cost[name][placed[name]] for name in graph.tasks[:2])
+    timeline = as_built_timeline(schedule, graph, placed, [CPU, CPU], costs)
+    carried = 4000 if loop == "for" else 3996
+    moved = [(t.source, t.target, t.nbytes) for t in timeline.transfers]
+    assert moved == [("t1", "t0", carried), ("t0", "t1", 4000)]
+    shared = [] if loop == "for" else [("t1", None, 4)]
+    assert [(t.source, t.target, t.nbytes) for t in timeline.spreads] == shared
+    end = broadcast_time(4, [CPU, CPU], costs) if loop == "while" else 0.0
+    expected = LINK.time(carried) + t0 + LINK.time(4000) + t1 + end
+    assert timeline.makespan == pytest.approx(expected)
+    assert graph.cost["(end)"]["rank0"] == pytest.approx(end)

@@ -598,3 +598,71 @@ def test_a_while_testing_a_residual_skips_what_the_input_gave(
     last = (2 * block + 3 * shared[0] + after[0], 2 + 3 * shared[1] + after[1])
     sent = [(3 * block, 3)] * (ranks - 1) + [last]
     assert [(int(w[4]), int(w[7])) for w in lines] == sent, lines
+
+
+def _sent(text: str, inputs: list[np.ndarray], ranks: int) -> list[tuple[int, int]]:
+    """The bytes and messages each rank sends running `text` natively on `ranks` ranks,
+    whose results are the interpreter's, bit for bit."""
+    from dhir import parse_string
+    from dhir.runner import run_module
+    from dhir.toolchain.build import Timing
+    from dhir.toolchain.options import RunOptions
+
+    timing = Timing()
+    options = RunOptions(ranks=ranks)
+    got = run_module(parse_string(text), "main", inputs, "native", options, timing=timing)
+    want = dhir.run(text, *inputs, backend="interp", ranks=1)
+    for expected, actual in zip(want, got, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+    lines = [line.split() for line in timing.notes if line.startswith("dhir: rank")]
+    return [(int(w[4]), int(w[7])) for w in lines]
+
+
+def _predicted_step(text: str, ranks: int) -> list[tuple[int, int]]:
+    """The bytes and messages each rank sends in one step of the time loop around
+    `text`'s schedule, as the placement's replay has it (dhir.placement.as_built) for
+    the ranks its tasks name."""
+    from dhir import parse_string
+    from dhir.dialects.dhir import ScheduleOp
+    from dhir.ir.tasks import rank_of
+    from dhir.placement.as_built import as_built_timeline
+    from dhir.placement.from_ir import machine_for, task_graph
+
+    module = parse_string(text)
+    schedule = next(op for op in module.walk() if isinstance(op, ScheduleOp))
+    devices, costs = machine_for(module, ranks)
+    graph = task_graph(schedule, devices, costs)
+    tasks = list(schedule.tasks())
+    names = graph.tasks[: len(tasks)]
+    placed = {name: f"rank{rank_of(task)}" for name, task in zip(names, tasks, strict=True)}
+    timeline = as_built_timeline(schedule, graph, placed, devices, costs)
+    sent = [(0, 0)] * ranks
+    for message in timeline.transfers + timeline.spreads:
+        rank = int(placed[message.source].removeprefix("rank"))
+        sent[rank] = (sent[rank][0] + message.nbytes, sent[rank][1] + 1)
+    return sent
+
+
+@needs_mpi
+@pytest.mark.parametrize("loop", ["for", "counted", "do"])
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_the_replay_predicts_what_a_time_loops_step_sends(loop: str, ranks: int) -> None:
+    """What a step of a time loop sends, the run of 4 steps less the run of 3 (the first
+    step and the sends after the loop alike in both), is what the placement's replay
+    charges a step: each rank's rows to the next rank, the last rank's also to rank 0
+    (written a step before), and for an scf.while testing %C[7], the 8 bytes of it
+    from the last rank. The replay charged every array's broadcast at every step's end
+    of the scf.while (2 ranks: 128 bytes of its messages, and 264 broadcast), and no
+    row written a step before, in either loop."""
+    rng = np.random.default_rng(ranks)
+    arrays = [rng.standard_normal((8, 4)) for _ in range(ranks)]
+    if loop == "for":
+        text = _ring(ranks, loop)
+        longer = text.replace("%steps = arith.constant 3", "%steps = arith.constant 4")
+        runs = [(text, arrays), (longer, arrays)]
+    else:
+        text = longer = _residual(ranks, loop, 8)
+        runs = [(text, [np.zeros(8), *arrays]), (text, [np.full(8, -1.0), *arrays])]
+    three, four = (_sent(program, inputs, ranks) for program, inputs in runs)
+    step = [(b - a, m - n) for (a, n), (b, m) in zip(three, four, strict=True)]
+    assert _predicted_step(longer, ranks) == step, (three, four)
