@@ -2309,12 +2309,14 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
     if (result->runs[k].owned)
       free((void *)result->runs[k].data);
   free(result->runs);
+  /* Before the barrier: waiting there for the other ranks is no writing (the barrier
+     has its own span), and took in a rank's whole wait for a slower rank's task. */
+  if (tracing)
+    trace_span(TRACE_WRITE, began, index, -1, 0, -1);
   dhir_rt_barrier(); /* every rank has written its part */
   result_path(final, dir, index, "");
   if (world_rank == 0 && rename(path, final) != 0)
     dhir_rt_fatal("cannot rename %s to %s: %s", path, final, strerror(errno));
-  if (tracing)
-    trace_span(TRACE_WRITE, began, index, -1, 0, -1);
 }
 
 /* Calls `run(offset)` for every run of a block. */

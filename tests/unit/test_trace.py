@@ -593,3 +593,26 @@ def test_dhir_gantt_draws_the_io_and_shows_the_tasks_unless_asked_for_the_whole(
     assert "read input #0 on rank0: 0 ms to 150 ms" in chart.read_text()
     assert main(["gantt", str(trace), "-o", str(chart), "--whole"]) == 0
     assert limits[1][0] == 0.0 and limits[1][1] > 150.005
+
+
+@native
+def test_a_result_write_on_the_trace_leaves_out_the_wait_for_the_other_ranks(
+    tmp_path: Path,
+) -> None:
+    """A rank that finished early waited at the barrier closing each result for the
+    others, and its `write result` bar took that wait in: a chart showed it writing for
+    as long as the other rank's task ran. The wait is the MPI track's barrier alone."""
+    trace = tmp_path / "run.json"
+    dhir.run(TIME_LOOP, *_inputs(), ranks=2, trace=trace, optimize=False)
+    events = [e for e in _events(trace) if e["ph"] == "X"]
+    barriers = [e for e in events if e.get("cat") == "mpi" and e["name"] == "barrier"]
+    writes = [e for e in events if e.get("cat") == "io" and e["name"].startswith("write")]
+    assert writes and barriers
+    for write in writes:
+        end = write["ts"] + write["dur"]
+        inside = [
+            b
+            for b in barriers
+            if b["pid"] == write["pid"] and write["ts"] <= b["ts"] and b["ts"] + b["dur"] <= end
+        ]
+        assert not inside, (write, inside)
