@@ -534,3 +534,12 @@ def signed(value: int, width: int) -> int:
     as MLIR reads a signless integer."""
     low = value % (1 << width)
     return low - (1 << width) if low >> (width - 1) else low
+
+
+def other_kind(name: str) -> str | None:
+    """The arith op of the other kind of operands (`arith.addi` for `arith.addf`, and back),
+    where arith has one: what a program giving an op the other kind's type meant."""
+    if not name.startswith("arith.") or name[-1] not in "if":
+        return None
+    other = name[:-1] + ("f" if name[-1] == "i" else "i")
+    return other if any(op.name == other for op in Arith.operations) else None

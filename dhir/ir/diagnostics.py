@@ -35,6 +35,28 @@ def as_written(value: object) -> str:
         return repr(value)
 
 
+# xDSL's words for an op given a type its definition does not take.
+_REFUSED_TYPE = re.compile(
+    r"(?:(operand|result) '(\w+)' at position \d+ does not verify:\s*)?Unexpected attribute (.+)"
+)
+
+
+def refused_type_message(op_name: str, message: str, other_op: str | None = None) -> str:
+    """`message`, xDSL's for an op given a type it does not take ("Unexpected attribute
+    f32"), in the user's terms: the op, the type, what to check; `other_op`: an op that
+    takes that type, to suggest. Any other message is returned as it is."""
+    match = _REFUSED_TYPE.fullmatch(message.strip())
+    if match is None:
+        return message
+    role, name, type_text = match.groups()
+    where = f" as its {role} '{name}'" if role else ""
+    hint = f" (for {type_text}, {other_op}?)" if other_op else ""
+    return (
+        f"'{op_name}' does not take {type_text}{where}; check the types written after ':' "
+        f"against the op's definition{hint}"
+    )
+
+
 @dataclass(frozen=True)
 class SourceLoc:
     file: str

@@ -38,9 +38,10 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
+from dhir.dialects.arith import other_kind
 from dhir.dialects.mlir22_gaps import unknown_op_message
 from dhir.ir.by_identity import ByIdentity
-from dhir.ir.diagnostics import remember_written_name
+from dhir.ir.diagnostics import refused_type_message, remember_written_name
 from dhir.ir.region_cache import TaskBodyCache
 
 # xDSL 0.74's string-literal pattern nests a `+` inside a `*`, so an unterminated string
@@ -174,7 +175,7 @@ class LocatedParser(Parser):
             # xDSL's declarative formats check types while parsing and raise
             # VerifyException (or, building an op's default maps from wrong types,
             # ValueError); for the user it is an error at this op.
-            raise ParseError(self._op_names[-1], _readable(str(error))) from None
+            raise ParseError(self._op_names[-1], self._refused(str(error))) from None
         except struct.error as error:
             # xDSL packs an op's integer array as it builds it (`axes = [4294967296]`
             # on a shard op, whose axes are i16): a value its type cannot hold.
@@ -191,6 +192,11 @@ class LocatedParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = self.location_at(self._op_names[-1].start)
         return op
+
+    def _refused(self, message: str) -> str:
+        """xDSL's message for the op being read, in the user's terms."""
+        name = self._op_names[-1].text.strip('"')
+        return refused_type_message(name, _readable(message), other_kind(name))
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         found = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)

@@ -39,11 +39,12 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
 from dhir.dialects import func, memref, shard, vector
+from dhir.dialects.arith import other_kind
 from dhir.dialects.dhir import TaskOp, checked_task_bodies
 from dhir.dialects.linalg import BroadcastOp, LinalgStructuredOperation
 from dhir.dialects.llvm import LLVMArrayType, LLVMPointerType, LLVMStructType
 from dhir.dialects.scf import ExecuteRegionOp
-from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
+from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of, refused_type_message
 from dhir.ir.dominance import DominanceInfo, has_trait
 from dhir.ir.region_cache import ClonedBody
 from dhir.ir.symbols import Symbols
@@ -313,7 +314,9 @@ def _verify_op(
     except (DiagnosticException, ValueError) as error:
         # Ops may blame a nested op (e.g. a task, the load that uses an unlisted memref).
         culprit = getattr(error, "op", op)
-        raise DhirError([Diagnostic(_first_line(error), loc_of(culprit))]) from None
+        name = culprit.name if isinstance(culprit, Operation) else op.name
+        message = refused_type_message(name, _first_line(error), other_kind(name))
+        raise DhirError([Diagnostic(message, loc_of(culprit))]) from None
     for index, operand in enumerate(op.operands):
         if not dominance.value_dominates(operand, op):
             raise DhirError([_dominance_error(op, index)])

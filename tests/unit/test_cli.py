@@ -181,6 +181,31 @@ def test_a_number_of_the_wrong_type_is_an_error_at_the_number(constant: str, wor
     assert "<string>:2:23: error:" in message and words in message
 
 
+@pytest.mark.parametrize(
+    ("op", "words"),
+    [
+        ("arith.addi %f, %f : f32", "'arith.addi' does not take f32; "),
+        ("arith.cmpf olt, %i, %i : i32", "'arith.cmpf' does not take i32 as its operand 'lhs'"),
+        ('"arith.addi"(%f, %f) : (f32, f32) -> f32', "does not take f32 as its operand 'lhs'"),
+        ("math.sqrt %i : i32", "'math.sqrt' does not take i32; check the types"),
+    ],
+)
+def test_an_op_given_a_type_it_does_not_take_says_which(op: str, words: str) -> None:
+    # xDSL said only "Unexpected attribute f32".
+    text = f"func.func @f(%f: f32, %i: i32) {{\n  %x = {op}\n  return\n}}\n"
+    with pytest.raises(DhirError) as caught:
+        parse_string(text)
+    message = str(caught.value)
+    assert "<string>:2:8: error:" in message and words in message
+    assert "Unexpected attribute" not in message
+
+
+def test_a_type_refused_names_the_arith_op_that_takes_it() -> None:
+    text = "func.func @f(%f: f32) {\n  %x = arith.addi %f, %f : f32\n  return\n}\n"
+    with pytest.raises(DhirError, match="for f32, arith.addf"):
+        parse_string(text)
+
+
 @pytest.mark.parametrize("constant", ["1.5 : f80", "dense<[1.5, 2.0]> : tensor<2xf128>"])
 def test_an_f80_or_f128_constant_is_a_located_error(constant: str) -> None:
     # xDSL read them and failed to print them: an internal error.
