@@ -134,7 +134,10 @@ def carried(
             accesses = stale.get(memref)
             if accesses is None:
                 continue
-            needs = _Region.of_set(regions.needs(memref))
+            needs = _Region.of(regions, memref, False)  # its boxes found once already
+            partly = regions.written(memref) - regions.must_written(memref)
+            if not partly.is_empty():
+                needs = _Region.of_set(regions.needs(memref))
             for region, tasks in accesses.meeting(needs):
                 count = count_elements(region.set & needs.set)
                 needed[k] += [(i, memref, count) for i in tasks if i != k]
