@@ -675,16 +675,18 @@ def _suffixed(path: Path, suffix: str) -> Path:
 def _text_output(result: tuple[Any, ...], node_size: int | None, hosts: Mapping[str, str]) -> str:
     name, graph, placement, replay, built, broken = result
     lines = [name] if name else []
-    lines.append(table(graph, placement, hosts))
+    # A program's times are seconds; a --graph's are in its own units, left bare.
+    unit = "s" if built is not None else ""
+    lines.append(table(graph, placement, hosts, unit))
     if graph.memory and graph.capacity and built is None:  # a program has "memory per rank"
         lines.append(_resident_line(graph, peak_resident(graph, placement)))
     if built is not None:
         lines.append(
-            f"as built: {built:g} (each rank runs its tasks in program order; a receive "
+            f"as built: {built:g} s (each rank runs its tasks in program order; a receive "
             "waits for the task that wrote its data)"
         )
     if replay is not None:
-        lines.append(_simulated_line(replay, node_size))
+        lines.append(_simulated_line(replay, node_size, unit))
         if replay.overflow is not None:
             over = replay.overflow
             lines.append(
@@ -871,12 +873,15 @@ def _write(path: Path, text: str) -> None:
         raise _error(f"cannot write {path}: {error.strerror or error}") from None
 
 
-def _simulated_line(replay: Simulation, node_size: int | None) -> str:
+def _simulated_line(replay: Simulation, node_size: int | None, unit: str = "") -> str:
+    unit = f" {unit}" if unit else ""
     if node_size is None:
-        return f"simulated makespan: {replay.makespan:g} (every transfer on a link of its own)"
+        return (
+            f"simulated makespan: {replay.makespan:g}{unit} (every transfer on a link of its own)"
+        )
     return (
-        f"simulated makespan: {replay.makespan:g} (nodes of {node_size} devices sharing one "
-        f"network link; transfers waited {replay.link_wait:g} in all)"
+        f"simulated makespan: {replay.makespan:g}{unit} (nodes of {node_size} devices sharing "
+        f"one network link; transfers waited {replay.link_wait:g}{unit} in all)"
     )
 
 
@@ -892,15 +897,22 @@ def to_json(placement: Placement, replay: Simulation | None = None) -> str:
     return json.dumps(out)
 
 
-def table(graph: TaskGraph, placement: Placement, hosts: Mapping[str, str] | None = None) -> str:
-    """One row per task by start: its device and times, and its device's host when `hosts`
-    (device -> host) has any."""
+def table(
+    graph: TaskGraph,
+    placement: Placement,
+    hosts: Mapping[str, str] | None = None,
+    unit: str = "",
+) -> str:
+    """One row per task by start: its device and times (in `unit`, named in the heading and
+    after the makespan where given), and its device's host when `hosts` (device -> host)
+    has any."""
     hosts = hosts or {}
+    start, finish = (f"start ({unit})", f"finish ({unit})") if unit else ("start", "finish")
     width = max((len(t) for t in graph.tasks), default=4)
     dev_width = max((len(d) for d in graph.devices), default=6)
     host_width = max((len(h) for h in hosts.values()), default=0)
     host_head = f"  {'host':<{host_width}}" if hosts else ""
-    rows = [f"{'task':<{width}}  {'device':<{dev_width}}{host_head}  {'start':>10}  {'finish':>10}"]
+    rows = [f"{'task':<{width}}  {'device':<{dev_width}}{host_head}  {start:>10}  {finish:>10}"]
     by_start = sorted(graph.tasks, key=lambda t: (placement.start[t], placement.finish[t]))
     for task in by_start:
         device = placement.assignment[task]
@@ -909,7 +921,7 @@ def table(graph: TaskGraph, placement: Placement, hosts: Mapping[str, str] | Non
             f"{task:<{width}}  {device:<{dev_width}}{host}  "
             f"{placement.start[task]:>10g}  {placement.finish[task]:>10g}"
         )
-    rows.append(f"makespan: {placement.makespan:g}")
+    rows.append(f"makespan: {placement.makespan:g}" + (f" {unit}" if unit else ""))
     return "\n".join(rows)
 
 

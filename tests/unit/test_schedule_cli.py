@@ -198,7 +198,19 @@ def test_program_json_lists_each_schedule(capsys: pytest.CaptureFixture[str]) ->
 def test_program_table_says_the_makespan_as_built(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_schedule(capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2")
     assert code == 0, err
-    assert re.search(r"^as built: \S+ \(each rank runs its tasks in program order", out, re.M)
+    assert re.search(r"^as built: \S+ s \(each rank runs its tasks in program order", out, re.M)
+
+
+def test_program_table_says_its_times_are_seconds(capsys: pytest.CaptureFixture[str]) -> None:
+    """A program's times are seconds, which the table did not say (`makespan: 4.09e-09`);
+    a --graph's are in the graph's own units, and stay bare."""
+    code, out, err = run_schedule(
+        capsys, str(EXAMPLES / "hazards.mlir"), "-n", "2", "--simulate", "--node-size", "1"
+    )
+    assert code == 0, err
+    assert out.splitlines()[2].split()[:6] == ["task", "device", "start", "(s)", "finish", "(s)"]
+    assert re.search(r"^makespan: \S+ s$", out, re.M)
+    assert re.search(r"^simulated makespan: \S+ s \(.* waited \S+ s in all\)$", out, re.M)
 
 
 def test_program_on_a_described_machine_puts_gpu_tasks_on_gpus(
