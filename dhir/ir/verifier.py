@@ -34,7 +34,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineDimExpr, AffineMap
-from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolTable
+from xdsl.traits import (
+    IsolatedFromAbove,
+    NoTerminator,
+    SingleBlockImplicitTerminator,
+    SymbolTable,
+)
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.type import get_element_type_or_self
 
@@ -316,6 +321,8 @@ def _verify_op(
         culprit = getattr(error, "op", op)
         name = culprit.name if isinstance(culprit, Operation) else op.name
         message = refused_type_message(name, _first_line(error), other_kind(name))
+        if message.endswith(_NOT_A_TERMINATOR):
+            message = _missing_terminator(culprit if isinstance(culprit, Operation) else op)
         raise DhirError([Diagnostic(message, loc_of(culprit))]) from None
     for index, operand in enumerate(op.operands):
         if not dominance.value_dominates(operand, op):
@@ -581,6 +588,29 @@ def _dominance_error(op: Operation, index: int) -> Diagnostic:
     if isinstance(owner, Operation):
         diagnostic.notes.append(Diagnostic("operand defined here", loc_of(owner), "note"))
     return diagnostic
+
+
+# How xDSL ends its message for the last op of a block that needs a terminator.
+_NOT_A_TERMINATOR = "region but is not a terminator"
+
+
+def _missing_terminator(last: Operation) -> str:
+    """What to tell a user whose block ends with `last`, which is no terminator: the op
+    whose body it is, and the terminator to add where that op names one."""
+    parent = last.parent_op()
+    if parent is None:
+        return f"'{last.name}' ends a block that must end with its terminator; add one after it"
+    symbol = parent.attributes.get("sym_name") or parent.properties.get("sym_name")
+    named = f" @{symbol.data}" if isinstance(symbol, StringAttr) else ""
+    where = (
+        f"'{last.name}' ends the body of '{parent.name}'{named}, which must end with its terminator"
+    )
+    if isinstance(parent, func.FuncOp):
+        return f"{where}: add {func.ReturnOp.name} (`return`) after it"
+    implicit = parent.get_trait(SingleBlockImplicitTerminator)
+    if implicit is not None:
+        return f"{where}: add {implicit.op_type.name} after it"
+    return f"{where}: add it after this op"
 
 
 def _first_line(error: Exception) -> str:

@@ -293,7 +293,7 @@ def test_a_module_that_does_not_verify_is_refused_at_its_line(backend: str) -> N
     interpreter ran a function with no return, and mlir-opt stopped the native build."""
     text = "func.func @main(%a: memref<2xf64>) {\n  %c0 = arith.constant 0 : index\n}"
     module = dhir.parse_string(text, verify=False)
-    with pytest.raises(DhirError, match=r"<string>:2:9: error: .* is not a terminator"):
+    with pytest.raises(DhirError, match=r"<string>:2:9: error: .* must end with its terminator"):
         dhir.run(module, np.zeros(2), backend=backend)
 
 

@@ -206,6 +206,29 @@ def test_a_type_refused_names_the_arith_op_that_takes_it() -> None:
         parse_string(text)
 
 
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (
+            "  %c = arith.constant 0 : index\n",
+            "'arith.constant' ends the body of 'func.func' @f, which must end with its "
+            "terminator: add func.return (`return`) after it",
+        ),
+        (
+            "  %l = llvm.mlir.constant(0 : i32) : i32\n",
+            "ends the body of 'func.func' @f, which must end with its terminator",
+        ),
+    ],
+)
+def test_a_body_without_its_terminator_says_what_to_add(body: str, words: str) -> None:
+    # xDSL said "Operation arith.constant terminates block in single-block region but
+    # is not a terminator", naming neither the function nor the missing `return`.
+    with pytest.raises(DhirError) as caught:
+        parse_string("func.func @f() {\n" + body + "}\n")
+    message = str(caught.value)
+    assert "<string>:2:" in message and words in message
+
+
 @pytest.mark.parametrize("constant", ["1.5 : f80", "dense<[1.5, 2.0]> : tensor<2xf128>"])
 def test_an_f80_or_f128_constant_is_a_located_error(constant: str) -> None:
     # xDSL read them and failed to print them: an internal error.
