@@ -237,10 +237,10 @@ def _after_passes(
     # scalar ones after the OpenMP passes (their report calls the runtime), and the views
     # not proven inside their source (MLIR checks every subview under "all").
     modes: dict[str, tuple[ModulePass, ...]] = {
-        "all": (VectorChecksPass(entry=entry), CastChecksPass()),
+        "all": (VectorChecksPass(entry=entry), CastChecksPass(entry=entry)),
         "undecided": (
             VectorChecksPass(undecided=True, entry=entry),
-            CastChecksPass(undecided=True),
+            CastChecksPass(undecided=True, entry=entry),
         ),
         "none": (),
     }

@@ -562,6 +562,40 @@ void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed) {
   report_check(line, length, sizeof line);
 }
 
+void dhir_rt_cast_layout(int64_t dim, int64_t have, int64_t want) {
+  char line[256];
+  int length =
+      dim < 0 ? snprintf(line, sizeof line,
+                         "dhir: layout mismatch on rank %d: the cast's operand has offset %lld, "
+                         "where its type says %lld\n",
+                         world_rank, (long long)have, (long long)want)
+              : snprintf(line, sizeof line,
+                         "dhir: layout mismatch on rank %d: dimension %lld of the cast's operand "
+                         "has stride %lld, where its type says %lld\n",
+                         world_rank, (long long)dim, (long long)have, (long long)want);
+  report_check(line, length, sizeof line);
+}
+
+void dhir_rt_subview_numbers(int64_t dim, int64_t offset, int64_t size, int64_t stride,
+                             int64_t extent) {
+  char line[256];
+  int length = snprintf(line, sizeof line,
+                        "dhir: subview out of bounds on rank %d: dimension %lld has offset %lld, "
+                        "size %lld and stride %lld in a source of %lld\n",
+                        world_rank, (long long)dim, (long long)offset, (long long)size,
+                        (long long)stride, (long long)extent);
+  report_check(line, length, sizeof line);
+}
+
+void dhir_rt_expand_sizes(int64_t dim, int64_t product, int64_t size) {
+  char line[256];
+  int length = snprintf(line, sizeof line,
+                        "dhir: size mismatch on rank %d: expand_shape's sizes for dimension %lld "
+                        "multiply to %lld, where its source has %lld\n",
+                        world_rank, (long long)dim, (long long)product, (long long)size);
+  report_check(line, length, sizeof line);
+}
+
 void dhir_rt_loop_size(int64_t operand, int64_t dim, int64_t size, int64_t extent) {
   char line[256];
   int length = snprintf(line, sizeof line,

@@ -121,6 +121,14 @@ void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed);
 /* The same for a linalg op whose operand `operand` has `size` in dimension `dim`, where the
  * loop that runs along it runs `extent` times, from another operand (dhir-linalg-sizes). */
 void dhir_rt_loop_size(int64_t operand, int64_t dim, int64_t size, int64_t extent);
+/* What a failed check of dhir-cast-checks found, written before its assert stops the rank:
+   a memref.cast's offset (dim -1) or stride along dim; a subview's numbers along dim and
+   its source's extent there; an expand_shape's group product (held in 64 bits) and its
+   source's size along dim. */
+void dhir_rt_cast_layout(int64_t dim, int64_t have, int64_t want);
+void dhir_rt_subview_numbers(int64_t dim, int64_t offset, int64_t size, int64_t stride,
+                             int64_t extent);
+void dhir_rt_expand_sizes(int64_t dim, int64_t product, int64_t size);
 
 /* Whether the views of a memref.copy share an element (dhir-copy-checks): first the copy's
  * rank, the size of its elements and the addresses of the source's and the target's first

@@ -73,6 +73,47 @@ _LOOP_DETAIL = re.compile(
     r"where the loop along it runs (-?\d+) times"
 )
 _INCOMPATIBLE = re.compile(r"dimension #(\d+) of input/output operand #(\d+) is incompatible.*")
+# dhir-cast-checks' (dhir_rt_cast_layout, dhir_rt_subview_numbers, dhir_rt_expand_sizes),
+# before its words for a memref.cast's offset or stride, a subview, an expand_shape.
+_OFFSET_DETAIL = re.compile(
+    r"dhir: layout mismatch on rank \d+: the cast's operand has offset (-?\d+), "
+    r"where its type says (-?\d+)"
+)
+_STRIDE_DETAIL = re.compile(
+    r"dhir: layout mismatch on rank \d+: dimension (\d+) of the cast's operand has stride "
+    r"(-?\d+), where its type says (-?\d+)"
+)
+_SUBVIEW_DETAIL = re.compile(
+    r"dhir: subview out of bounds on rank \d+: dimension (\d+) has offset (-?\d+), "
+    r"size (-?\d+) and stride (-?\d+) in a source of (-?\d+)"
+)
+_EXPAND_DETAIL = re.compile(
+    r"dhir: size mismatch on rank \d+: expand_shape's sizes for dimension (\d+) "
+    r"multiply to (-?\d+), where its source has (-?\d+)"
+)
+# The checks' words (dhir.transforms.cast_checks), each with the report that fills it.
+_VIEW_DETAILS = (
+    (
+        re.compile(r"offset mismatch"),
+        _OFFSET_DETAIL,
+        ": the cast's operand has offset {}, where its type says {}",
+    ),
+    (
+        re.compile(r"stride mismatch of dim (\d+)"),
+        _STRIDE_DETAIL,
+        ": the cast's operand has stride {} there, where its type says {}",
+    ),
+    (
+        re.compile(r"subview runs out-of-bounds along dimension (\d+)"),
+        _SUBVIEW_DETAIL,
+        ": offset {}, size {} and stride {} in a dimension of {}",
+    ),
+    (
+        re.compile(r"expand_shape's sizes do not multiply to dimension (\d+) of its source"),
+        _EXPAND_DETAIL,
+        ": they multiply to {}, where it has {}",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +135,8 @@ def failed_check(output: str, errors: str = "") -> FailedCheck | None:
     detail = _BOUNDS_DETAIL.search(errors + output) if what == OUT_OF_BOUNDS else None
     if detail is not None:
         what += f": {detail.group(1)}"
-    what += _size_detail(what, errors + output) + _loop_detail(what, errors + output) + named
+    text = errors + output
+    what += _size_detail(what, text) + _loop_detail(what, text) + _view_detail(what, text) + named
     file, line, column = match.group(2, 3, 4)
     if file is None:  # an op without a location: dhir made it
         return FailedCheck(what, None)
@@ -160,6 +202,16 @@ def _loop_detail(what: str, text: str) -> str:
         _LOOP_DETAIL.findall(text),
         ": it has {}, where the loop along it runs {} times",
     )
+
+
+def _view_detail(what: str, text: str) -> str:
+    """The numbers a failed check of a cast's layout, a subview or an expand_shape found,
+    where `text` holds them."""
+    for words, report, filled in _VIEW_DETAILS:
+        check = words.fullmatch(what)
+        if check is not None:
+            return _detail(check, report.findall(text), filled)
+    return ""
 
 
 def _detail(check: re.Match[str] | None, found: list[tuple[str, ...]], words: str) -> str:

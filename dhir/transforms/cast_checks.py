@@ -89,6 +89,12 @@ EXPAND_MISMATCH = "expand_shape's sizes do not multiply to dimension {dim} of it
 
 i128 = IntegerType(128)
 CAST_SIZE = "dhir_rt_cast_size"
+# What a failed check of a memref.cast's layout, a subview or an expand_shape found,
+# written before its assert stops the rank (MLIR's words carry no numbers).
+CAST_LAYOUT = "dhir_rt_cast_layout"
+SUBVIEW_NUMBERS = "dhir_rt_subview_numbers"
+EXPAND_SIZES = "dhir_rt_expand_sizes"
+_REPORTS = {CAST_LAYOUT: 3, SUBVIEW_NUMBERS: 5, EXPAND_SIZES: 3}
 
 # Ops whose result views the buffer of their first operand.
 _VIEWS = (
@@ -117,6 +123,7 @@ class CastChecksPass(ModulePass):
     name = "dhir-cast-checks"
 
     undecided: bool = False
+    entry: str = "main"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         reach = CastReach(op)
@@ -150,8 +157,9 @@ class CastChecksPass(ModulePass):
             and not (self.undecided and _view_proven(view, proof))
         ]
         expands = _undecided_expands(e for e in shaped if isinstance(e, memref.ExpandShapeOp))
+        origins = ArgOrigins(op, self.entry)
         for view, dims in subviews:
-            _check_subview(view, dims)
+            _check_subview(view, dims, origins)
         for cast, claims in memref_casts:
             _check_cast(cast, claims)
         for cast, buffer in casts:
@@ -161,7 +169,11 @@ class CastChecksPass(ModulePass):
         for view in views:
             _check_view(view)
         for expand, groups in expands:
-            _check_expand(expand, groups)
+            _check_expand(expand, groups, origins)
+        called = {CAST_LAYOUT: memref_casts, SUBVIEW_NUMBERS: subviews, EXPAND_SIZES: expands}
+        for callee, made in called.items():
+            if made:
+                declare(op, callee, [i64] * _REPORTS[callee], [], owner="dhir's runtime")
 
 
 def _undecided_subviews(
@@ -271,7 +283,9 @@ def _check_cast(cast: memref.CastOp, claims: Claims) -> None:
         fine += [check.cmp(size, zero, "eq") for size in sizes]
         if dim is not None:
             fine.append(check.cmp(sizes[dim], one, "sle"))
-        check.assert_(check.any(fine))
+        ok = check.any(fine)
+        report_unless(check.block, ok, CAST_LAYOUT, [-1 if dim is None else dim, have, want])
+        check.assert_(ok)
 
 
 def _ranked(cast: memref.CastOp, rank: int) -> SSAValue:
@@ -363,28 +377,33 @@ def _view_proven(view: memref.ViewOp, proof: InBounds) -> bool:
     return total != DYNAMIC_INDEX and shift >= 0 and shift + element * prod(sizes) <= total
 
 
-def _check_subview(view: memref.SubviewOp, dims: list[int]) -> None:
+def _check_subview(view: memref.SubviewOp, dims: list[int], origins: ArgOrigins) -> None:
     """At `view`, along each of `dims`, what the interpreter asks: a size, stride and
     offset of 0 or more, the offset at most the source's extent and, where the view has
     elements, its last one inside; in 128 bits, so that an offset near 2**63 cannot wrap
-    past the check."""
+    past the check. A failure writes the numbers, and its message names the argument the
+    source's extent is."""
     offsets = view.static_offsets.get_values()
     sizes = view.static_sizes.get_values()
     strides = view.static_strides.get_values()
     for dim in dims:
-        check = CheckBuilder(view, SUBVIEW_OUTSIDE.format(dim=dim))
-        (offset,) = _values(check, [offsets[dim]], _dynamic_at(view.offsets, offsets, dim))
-        (size,) = _values(check, [sizes[dim]], _dynamic_at(view.sizes, sizes, dim))
-        (stride,) = _values(check, [strides[dim]], _dynamic_at(view.strides, strides, dim))
-        offset, size, stride = (_wide(check, v) for v in (offset, size, stride))
-        extent = _wide(check, check.size(view.source, dim))
+        named = note(("", origins.size(view.source, dim)))
+        check = CheckBuilder(view, SUBVIEW_OUTSIDE.format(dim=dim) + named)
+        (given,) = _values(check, [offsets[dim]], _dynamic_at(view.offsets, offsets, dim))
+        (count,) = _values(check, [sizes[dim]], _dynamic_at(view.sizes, sizes, dim))
+        (step,) = _values(check, [strides[dim]], _dynamic_at(view.strides, strides, dim))
+        offset, size, stride = (_wide(check, v) for v in (given, count, step))
+        whole = check.size(view.source, dim)
+        extent = _wide(check, whole)
         zero, one = _wide_number(check, 0), _wide_number(check, 1)
         last = check.add(arith.MuliOp(check.add(arith.SubiOp(size, one)), stride))
         last = check.add(arith.AddiOp(offset, last))
         ok = [check.cmp(v, zero, "sge") for v in (size, stride, offset)]
         ok.append(check.cmp(offset, extent, "sle"))
         ok.append(check.any([check.cmp(size, zero, "eq"), check.cmp(last, extent, "slt")]))
-        check.assert_(check.all(ok))
+        fine = check.all(ok)
+        report_unless(check.block, fine, SUBVIEW_NUMBERS, [dim, given, count, step, whole])
+        check.assert_(fine)
 
 
 def _wide(check: CheckBuilder, value: SSAValue) -> SSAValue:
@@ -545,7 +564,7 @@ def _expand_groups(expand: memref.ExpandShapeOp) -> list[list[int]]:
     return [[d.value.data for d in group] for group in expand.reassociation]
 
 
-def _check_expand(expand: memref.ExpandShapeOp, dims: list[int]) -> None:
+def _check_expand(expand: memref.ExpandShapeOp, dims: list[int], origins: ArgOrigins) -> None:
     """At `expand`: along each source dimension of `dims`, its group's result sizes are 0
     or more and multiply to the dimension's size, as the interpreter requires; in 128
     bits, the product held at most 2**64 as it grows, so that sizes near 2**63 cannot
@@ -553,7 +572,8 @@ def _check_expand(expand: memref.ExpandShapeOp, dims: list[int]) -> None:
     groups = _expand_groups(expand)
     static = expand.static_output_shape.get_values()
     for dim in dims:
-        check = CheckBuilder(expand, EXPAND_MISMATCH.format(dim=dim))
+        named = note(("", origins.size(expand.src, dim)))
+        check = CheckBuilder(expand, EXPAND_MISMATCH.format(dim=dim) + named)
         sizes = _values(check, static, expand.output_shape)
         zero, most = _wide_number(check, 0), _wide_number(check, 2**64)
         product, ok = _wide_number(check, 1), []
@@ -561,8 +581,16 @@ def _check_expand(expand: memref.ExpandShapeOp, dims: list[int]) -> None:
             ok.append(check.cmp(size, zero, "sge"))
             product = check.add(arith.MuliOp(product, size))
             product = check.add(arith.MinSIOp(product, most))
-        ok.append(check.cmp(product, _wide(check, check.size(expand.src, dim)), "eq"))
-        check.assert_(check.all(ok))
+        size = check.size(expand.src, dim)
+        ok.append(check.cmp(product, _wide(check, size), "eq"))
+        fine = check.all(ok)
+        # Held in 64 bits for the report: a product past 2**63 - 1 is written as that.
+        low, high = _wide_number(check, -(2**63)), _wide_number(check, 2**63 - 1)
+        held = check.add(arith.MaxSIOp(check.add(arith.MinSIOp(product, high)), low))
+        report_unless(
+            check.block, fine, EXPAND_SIZES, [dim, check.add(arith.TruncIOp(held, i64)), size]
+        )
+        check.assert_(fine)
 
 
 def _view_element_bytes(kind: MemRefType) -> int | None:

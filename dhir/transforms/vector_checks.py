@@ -195,13 +195,15 @@ def report_unless(
     block: Block, ok: SSAValue, callee: str, numbers: Sequence[SSAValue | int]
 ) -> None:
     """Appended to `block`: where `ok` is false, a call of the runtime's `callee` with
-    `numbers` as i64 (index values cast, ints as constants), which writes what a failing
-    check found before its assert stops the rank. The call is never made in a run that
-    goes on."""
+    `numbers` as i64 (index values cast, ints as constants, i64 values as they are),
+    which writes what a failing check found before its assert stops the rank. The call
+    is never made in a run that goes on."""
     report = Block()
     words = [
         put(report, arith.ConstantOp.from_int_and_width(n, 64)).result
         if isinstance(n, int)
+        else n
+        if n.type == i64
         else put(report, arith.IndexCastOp(n, i64)).result
         for n in numbers
     ]

@@ -340,7 +340,8 @@ def test_a_subview_past_its_buffer_stops_the_run(tmp_path: Path, ranks: int, acc
     loc, message = stopped_at(run, past, a, b)
     assert loc == SourceLoc(str(program), 10, 12)
     assert message.startswith(
-        "a runtime check failed: subview runs out-of-bounds along dimension 0;"
+        "a runtime check failed: subview runs out-of-bounds along dimension 0: offset 6, "
+        "size 4 and stride 1 in a dimension of 8;"
     )
 
 

@@ -172,6 +172,15 @@ def test_a_failed_check_is_read_with_its_location() -> None:
     assert failed_check("ERROR: something else\n") is None
 
 
+def test_a_failed_layout_check_is_read_with_the_numbers_it_found() -> None:
+    report = "dhir: layout mismatch on rank 0: dimension 1 of the cast's operand has stride 9, "
+    report += "where its type says 4\n"
+    check = "ERROR: Runtime op verification failed\n^ stride mismatch of dim 1\n"
+    check += 'Location: loc("p.mlir":6:12)\n'
+    said = "stride mismatch of dim 1: the cast's operand has stride 9 there, where its type says 4"
+    assert failed_check(check, report) == FailedCheck(said, SourceLoc("p.mlir", 6, 12))
+
+
 def test_main_in_a_check_s_message_is_not_renamed() -> None:
     # A shard program's locations are named "<mlir-opt: partition @main (a shard
     # program)>": renaming @main in the message's string made its array type 10 bytes
@@ -519,7 +528,8 @@ def test_an_expand_shape_whose_sizes_do_not_split_its_source_stops_at_it(
             dhir.run(program, a, np.zeros(4, np.float32), np.int64(rows), backend=backend)
         diagnostic = caught.value.diagnostics[0]
         assert diagnostic.loc == SourceLoc(str(program), 5, 12), backend
-    said = "expand_shape's sizes do not multiply to dimension 0 of its source"
+    said = "expand_shape's sizes do not multiply to dimension 0 of its source: they multiply "
+    said += f"to {4 * rows}, where it has 8 (the size of @main's argument %a, dimension 0)"
     assert said in diagnostic.message
 
 
@@ -585,6 +595,49 @@ def test_a_subview_out_of_its_memref_is_caught(tmp_path: Path) -> None:
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), 5, 12)
     assert "subview runs out-of-bounds" in diagnostic.message
+
+
+# The view of SUBVIEW cast to offset 2 (line 6).
+CAST_OFFSET = SUBVIEW.replace(
+    "      %c0 = arith.constant 0 : index\n",
+    "      %v = memref.cast %s : memref<4xf32, strided<[1], offset: ?>> to memref<4xf32, "
+    "strided<[1], offset: 2>>\n      %c0 = arith.constant 0 : index\n",
+).replace(
+    "memref.store %one, %s[%c0] : memref<4xf32, strided<[1], offset: ?>>",
+    "memref.store %one, %v[%c0] : memref<4xf32, strided<[1], offset: 2>>",
+)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    ("text", "n", "line", "said"),
+    [
+        (
+            SUBVIEW,
+            6,
+            5,
+            "subview runs out-of-bounds along dimension 0: offset 6, size 4 and stride 1 in "
+            "a dimension of 8",
+        ),
+        (
+            CAST_OFFSET,
+            3,
+            6,
+            "offset mismatch: the cast's operand has offset 3, where its type says 2",
+        ),
+    ],
+)
+def test_a_failed_view_check_says_the_numbers_it_found(
+    tmp_path: Path, text: str, n: int, line: int, said: str
+) -> None:
+    """By default (dhir's checks, not MLIR's): MLIR's words alone said no number."""
+    program = write(tmp_path, text)
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, np.zeros(8, np.float32), np.int64(n))
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), line, 12)
+    assert said in diagnostic.message
 
 
 @pytest.mark.mlir
