@@ -101,9 +101,12 @@ TASK_ATTRS = frozenset(
 SCHEDULE_ATTRS = frozenset({"dhir.shardings"})
 
 
-def _verify_dhir_attrs(op: Operation, known: frozenset[str], users: Sequence[str]) -> None:
+def _verify_dhir_attrs(
+    op: Operation, known: frozenset[str], users: Sequence[str], every: bool = False
+) -> None:
+    """Refuse a dhir.* attribute of `op` not in `known` (`every`: any attribute)."""
     for key in op.attributes:
-        if not key.startswith("dhir.") or key in known:
+        if not (every or key.startswith("dhir.")) or key in known:
             continue
         nearest = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
         guess = f" (did you mean {nearest[0]}?)" if nearest else ""
@@ -202,7 +205,8 @@ class TargetOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _verify_dhir_attrs(self, frozenset(), ())
+        # Its entries are properties (arch, kind, spec, device); nothing reads any other.
+        _verify_dhir_attrs(self, frozenset(_TARGET_KEYS), _TARGET_KEYS, every=True)
         given = [key for key in _TARGET_KEYS if self.properties.get(key) is not None]
         if not given:
             raise VerifyException(f"dhir.target names no device; {_TARGET_HELP}")

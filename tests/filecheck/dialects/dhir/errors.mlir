@@ -411,9 +411,20 @@ func.func @schedule_attribute_typo(%a: memref<4xf32>) {
 
 func.func @target_attribute(%a: memref<4xf32>) {
   dhir.schedule %a {
-    // expected-error@+1 {{dhir.target has an attribute dhir.threds that dhir does not know; dhir.target takes no dhir.* attribute: remove it or correct its name}}
+    // expected-error@+1 {{dhir.target has an attribute dhir.threds that dhir does not know; dhir.target takes arch, kind, spec, device: remove it or correct its name}}
     %cpu = dhir.target {arch = "x86_64", dhir.threds = 2 : i64}
   }
   return
 }
-// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:12: error: dhir.target has an attribute dhir.threds that dhir does not know; dhir.target takes no dhir.* attribute: remove it or correct its name
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:12: error: dhir.target has an attribute dhir.threds that dhir does not know; dhir.target takes arch, kind, spec, device: remove it or correct its name
+
+// -----
+
+func.func @target_key_typo(%a: memref<4xf32>) {
+  dhir.schedule %a {
+    // expected-error@+1 {{dhir.target has an attribute arhc that dhir does not know (did you mean arch?); dhir.target takes arch, kind, spec, device: remove it or correct its name}}
+    %cpu = dhir.target {kind = "cpu", arhc = "aarch64"}
+  }
+  return
+}
+// CHECK: {{.*}}errors.mlir:[[# @LINE - 4]]:12: error: dhir.target has an attribute arhc that dhir does not know (did you mean arch?); dhir.target takes arch, kind, spec, device: remove it or correct its name
