@@ -242,7 +242,15 @@ class _Writer:
         if t == "f32":
             ops.append(f"{name}_v = arith.truncf {value} : f64 to f32")
         else:
-            ops.append(f"{name}_v = arith.fptosi {value} : f64 to {t}")
+            # Within an i32's range, however the grids grew (the interpreter stops at a
+            # conversion that cannot hold its value).
+            ops += [
+                f"{name}_hi = arith.constant 1.0e6 : f64",
+                f"{name}_lo = arith.constant -1.0e6 : f64",
+                f"{name}_a = arith.minimumf {value}, {name}_hi : f64",
+                f"{name}_b = arith.maximumf {name}_a, {name}_lo : f64",
+                f"{name}_v = arith.fptosi {name}_b : f64 to {t}",
+            ]
         return [*ops, f"memref.store {name}_v, %C[{at}] : {self.res}"]
 
     def stride(self) -> list[str]:
@@ -585,7 +593,10 @@ def tuned(program: Program, seed: int) -> Program:
     for above in (True, False):
         for threshold in THRESHOLDS:
             candidate = replace(program, above=above, threshold=threshold)
-            out = dhir.run(candidate.text(), *candidate.inputs(seed), backend="interp")
+            try:
+                out = dhir.run(candidate.text(), *candidate.inputs(seed), backend="interp")
+            except dhir.DhirError:  # the interpreter stopped it: a worse candidate
+                continue
             steps = int(out[-1][0])
             stopped = steps < program.limit
             value = steps * 2 + stopped if steps < program.limit else steps
