@@ -19,8 +19,10 @@ A cast of another ranked memref (an argument some call passes a view, a call's r
 loop's) must lie inside its source view, whose lowest and highest elements lie in the
 buffer: native code read past the buffer there with exit status 0, where the
 interpreter stops at the cast. One that reaches past its view into the rest of the
-buffer, which the interpreter runs, stops too, saying so. Casts of unranked memrefs of
-unknown buffer are not checked, nor device code.
+buffer, which the interpreter runs, stops too, saying so. So must a cast of an unranked
+memref that a `memref.cast` made of a ranked one (the same pointer and offset), inside
+that ranked view. Other casts of unranked memrefs of unknown buffer are not checked, nor
+device code.
 
 With `undecided` (the default build's mode; MLIR checks them under "all"), a
 `memref.cast` to a static size, offset or stride its source's type leaves dynamic is
@@ -143,9 +145,9 @@ class CastChecksPass(ModulePass):
         # Native code read past such a view's buffer with exit status 0, where the
         # interpreter stopped at the cast.
         unknown = [
-            cast
+            (cast, source)
             for cast, buffer in buffers
-            if buffer is None and isinstance(cast.source.type, MemRefType)
+            if buffer is None and (source := _ranked_source(cast.source)) is not None
         ]
         # One walk for both: a large build runs this pass on every piece.
         shaped = find_ops(op, (memref.ViewOp, memref.ExpandShapeOp))
@@ -164,8 +166,8 @@ class CastChecksPass(ModulePass):
             _check_cast(cast, claims)
         for cast, buffer in casts:
             _check(cast, buffer)
-        for cast in unknown:
-            _check_in_source(cast)
+        for cast, source in unknown:
+            _check_in_source(cast, source)
         for view in views:
             _check_view(view)
         for expand, groups in expands:
@@ -514,7 +516,18 @@ def _check(cast: memref.ReinterpretCastOp, buffer: SSAValue) -> None:
     check.assert_(check.any([inside, nothing]))
 
 
-def _check_in_source(cast: memref.ReinterpretCastOp) -> None:
+def _ranked_source(value: SSAValue) -> SSAValue | None:
+    """`value` where it is ranked; for an unranked memref that a `memref.cast` made of a
+    ranked one, that one (the same pointer and offset); None otherwise."""
+    while isinstance(value.type, UnrankedMemRefType):
+        owner = value.owner
+        if not isinstance(owner, memref.CastOp):
+            return None
+        value = owner.source
+    return value if isinstance(value.type, MemRefType) else None
+
+
+def _check_in_source(cast: memref.ReinterpretCastOp, ranked: SSAValue) -> None:
     """Where `cast`'s buffer is not known (a view some call passes, a call's result), its
     view must lie inside its source view's reach, which lies in the buffer: its lowest
     and highest elements between the source's, or it has none and starts where the
@@ -523,9 +536,7 @@ def _check_in_source(cast: memref.ReinterpretCastOp) -> None:
     words that say why: the run never reads outside the buffer unchecked."""
     _check_sizes(cast)
     check = CheckBuilder(cast, OUTSIDE_ITS_SOURCE)
-    kind = cast.source.type
-    assert isinstance(kind, MemRefType)
-    metadata = put(check.block, memref.ExtractStridedMetaDataOp(cast.source))
+    metadata = put(check.block, memref.ExtractStridedMetaDataOp(ranked))
     source = _reach(check, metadata.offset, metadata.sizes, metadata.strides)
     view = _cast_reach(check, cast)
     full = check.add(arith.XOrIOp(source.empty, check.flag(True)))

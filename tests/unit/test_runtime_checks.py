@@ -345,6 +345,33 @@ def test_a_reinterpret_cast_of_a_passed_view_stays_in_the_view(tmp_path: Path) -
         dhir.run(program, *inputs(6), backend="interp")
 
 
+# VIEW_CAST with @f casting an unranked memref made of its view argument: native code
+# read a[8], a[9] past the buffer and exited 0 with [6.0, 7.0, 0.0, 3.2e-322] in %b.
+UNRANKED_CAST = VIEW_CAST.replace(
+    "  %r = memref.reinterpret_cast %x",
+    "  %u = memref.cast %x : memref<?xf64, strided<[1], offset: ?>> to memref<*xf64>\n"
+    "  %r = memref.reinterpret_cast %u",
+).replace(
+    "strides: [1] : memref<?xf64, strided<[1], offset: ?>> to",
+    "strides: [1] : memref<*xf64> to",
+)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_reinterpret_cast_of_an_unranked_cast_of_a_passed_view_stays_in_the_view(
+    tmp_path: Path,
+) -> None:
+    program = write(tmp_path, UNRANKED_CAST)
+    inputs = (np.arange(8.0), np.zeros(4))
+    assert dhir.run(program, *inputs, np.array([2], np.int64))[1].tolist() == [2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, *inputs, np.array([6], np.int64))
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 12, 8)
+    assert "out-of-bounds of its source view" in diagnostic.message
+
+
 # An atomic update of a[0, n] (line 7), out of bounds from n = 8 on: dhir-float-atomics
 # makes a float generic_atomic_rmw (and atomic_rmw mulf, maxnumf, minnumf, through one)
 # a load and a store, whose checks MLIR makes.
