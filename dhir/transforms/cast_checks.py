@@ -21,8 +21,8 @@ buffer: native code read past the buffer there with exit status 0, where the
 interpreter stops at the cast. One that reaches past its view into the rest of the
 buffer, which the interpreter runs, stops too, saying so. So must a cast of an unranked
 memref that a `memref.cast` made of a ranked one (the same pointer and offset), inside
-that ranked view. Other casts of unranked memrefs of unknown buffer are not checked, nor
-device code.
+that ranked view. Other casts of unranked memrefs of unknown buffer are refused at the
+cast; device code is not checked.
 
 With `undecided` (the default build's mode; MLIR checks them under "all"), a
 `memref.cast` to a static size, offset or stride its source's type leaves dynamic is
@@ -66,6 +66,7 @@ from dhir.dialects import arith, func, memref
 from dhir.dialects.gpu import in_device_code
 from dhir.dialects.layouts import is_identity_layout, strided_layout
 from dhir.dialects.memref import TransposeOp
+from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, put
 from dhir.transforms.vector_checks import CheckBuilder, report_unless
@@ -149,6 +150,7 @@ class CastChecksPass(ModulePass):
             for cast, buffer in buffers
             if buffer is None and (source := _ranked_source(cast.source)) is not None
         ]
+        _refuse_unchecked(cast for cast, buffer in buffers if buffer is None)
         # One walk for both: a large build runs this pass on every piece.
         shaped = find_ops(op, (memref.ViewOp, memref.ExpandShapeOp))
         views = [
@@ -525,6 +527,22 @@ def _ranked_source(value: SSAValue) -> SSAValue | None:
             return None
         value = owner.source
     return value if isinstance(value.type, MemRefType) else None
+
+
+def _refuse_unchecked(casts: Iterable[memref.ReinterpretCastOp]) -> None:
+    """Of `casts`, whose buffer is not known, the first that no ranked view bounds either:
+    refused (native code read past the buffer through such a cast with exit status 0)."""
+    for cast in casts:
+        if _ranked_source(cast.source) is None:
+            raise error_at(
+                cast,
+                "a memref.reinterpret_cast of an unranked memref whose buffer is not "
+                "known here (it is no memref.cast of a ranked memref in this function) "
+                "cannot be checked in native code: a cast past the buffer would read "
+                "outside it. Pass the ranked memref and cast that, or run it with "
+                "--backend interp (which checks the cast), or build with "
+                "--no-runtime-checks to take the risk",
+            )
 
 
 def _check_in_source(cast: memref.ReinterpretCastOp, ranked: SSAValue) -> None:

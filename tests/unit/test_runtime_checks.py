@@ -372,6 +372,39 @@ def test_a_reinterpret_cast_of_an_unranked_cast_of_a_passed_view_stays_in_the_vi
     assert "out-of-bounds of its source view" in diagnostic.message
 
 
+# UNRANKED_CAST with the unranked memref made in @main and passed to @f: where it is cast
+# (line 12), nothing says which buffer it views, and native code read past it with exit
+# status 0; the build refuses the cast, the interpreter runs it.
+PASSED_UNRANKED = (
+    VIEW_CAST.replace(
+        "  func.call @f(%vc, %b, %o) : (memref<?xf64, strided<[1], offset: ?>>,",
+        "  %u = memref.cast %vc : memref<?xf64, strided<[1], offset: ?>> to memref<*xf64>\n"
+        "  func.call @f(%u, %b, %o) : (memref<*xf64>,",
+    )
+    .replace("@f(%x: memref<?xf64, strided<[1], offset: ?>>,", "@f(%x: memref<*xf64>,")
+    .replace(
+        "strides: [1] : memref<?xf64, strided<[1], offset: ?>> to",
+        "strides: [1] : memref<*xf64> to",
+    )
+)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_reinterpret_cast_of_a_passed_unranked_memref_is_refused(tmp_path: Path) -> None:
+    program = write(tmp_path, PASSED_UNRANKED)
+    inputs = (np.arange(8.0), np.zeros(4), np.array([6], np.int64))
+    with pytest.raises(DhirError) as caught:
+        dhir.run(program, *inputs)
+    diagnostic = caught.value.diagnostics[0]
+    assert diagnostic.loc == SourceLoc(str(program), 12, 8)
+    assert "unranked" in diagnostic.message and "--backend interp" in diagnostic.message
+    with pytest.raises(DhirError, match="outside its buffer"):
+        dhir.run(program, *inputs, backend="interp")
+    fine = (np.arange(8.0), np.zeros(4), np.array([2], np.int64))
+    assert dhir.run(program, *fine, backend="interp")[1].tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
 # An atomic update of a[0, n] (line 7), out of bounds from n = 8 on: dhir-float-atomics
 # makes a float generic_atomic_rmw (and atomic_rmw mulf, maxnumf, minnumf, through one)
 # a load and a store, whose checks MLIR makes.
