@@ -75,6 +75,11 @@ class InBounds:
     # when first needed.
     _calls: CallSites | None = None
     _following: set[BlockArgument] = field(default_factory=set[BlockArgument])
+    # Each loop variable's bounds, asked again by every subscript that holds it: they
+    # read only the lifter's values, which it keeps.
+    _variables: dict[tuple[BlockArgument, bool], tuple[Affine, ...]] = field(
+        default_factory=dict[tuple[BlockArgument, bool], tuple[Affine, ...]]
+    )
 
     def __post_init__(self) -> None:
         self.lifter = Lifter(reader=self, named_unknowns=True)
@@ -227,6 +232,12 @@ class InBounds:
 
     def _variable_bounds(self, variable: BlockArgument, upper: bool) -> list[Affine]:
         """The bounds of a loop's variable where its body runs; none for another value."""
+        key = (variable, upper)
+        if key not in self._variables:
+            self._variables[key] = tuple(self._new_variable_bounds(variable, upper))
+        return list(self._variables[key])
+
+    def _new_variable_bounds(self, variable: BlockArgument, upper: bool) -> list[Affine]:
         op = variable.block.parent_op()
         at = variable.index
         if isinstance(op, scf.ForOp) and at == 0:
