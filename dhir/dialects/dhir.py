@@ -84,19 +84,17 @@ RANK_ATTR = "dhir.rank"
 # dhir.gpu_rows, dhir-annotate-dependences' six), which dhir-opt prints and reads back.
 # Any other is a typo (dhir.rnak) that nothing would read: refused, not ignored.
 USER_TASK_ATTRS = (RANK_ATTR, "dhir.split", "dhir.reassociate")
+# What dhir-annotate-dependences writes on each task, for reading only.
+DEPENDENCE_ANNOTATIONS = (
+    "dhir.id",
+    "dhir.reads",
+    "dhir.writes",
+    "dhir.read_regions",
+    "dhir.write_regions",
+    "dhir.after",
+)
 TASK_ATTRS = frozenset(
-    {
-        *USER_TASK_ATTRS,
-        "dhir.piece",
-        "dhir.rows",
-        "dhir.gpu_rows",
-        "dhir.id",
-        "dhir.reads",
-        "dhir.writes",
-        "dhir.read_regions",
-        "dhir.write_regions",
-        "dhir.after",
-    }
+    {*USER_TASK_ATTRS, "dhir.piece", "dhir.rows", "dhir.gpu_rows", *DEPENDENCE_ANNOTATIONS}
 )
 SCHEDULE_ATTRS = frozenset({"dhir.shardings"})
 

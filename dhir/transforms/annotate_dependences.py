@@ -8,19 +8,12 @@ from xdsl.passes import ModulePass
 
 from dhir.analysis.dependences import task_graph
 from dhir.analysis.regions import Regions
-from dhir.dialects.dhir import ScheduleOp, TaskOp
+from dhir.dialects.dhir import DEPENDENCE_ANNOTATIONS, ScheduleOp, TaskOp
 from dhir.ir.diagnostics import error_at
 
 # What the pass writes on each task, for reading: dhir orders and places tasks from their
 # bodies and reads none of these back.
-ANNOTATIONS = (
-    "dhir.id",
-    "dhir.reads",
-    "dhir.writes",
-    "dhir.read_regions",
-    "dhir.write_regions",
-    "dhir.after",
-)
+ANNOTATIONS = DEPENDENCE_ANNOTATIONS
 
 
 @dataclass(frozen=True)
