@@ -145,12 +145,7 @@ class CastChecksPass(ModulePass):
         ]
         # Native code read past such a view's buffer with exit status 0, where the
         # interpreter stopped at the cast.
-        unknown = [
-            (cast, source)
-            for cast, buffer in buffers
-            if buffer is None and (source := _ranked_source(cast.source)) is not None
-        ]
-        _refuse_unchecked(cast for cast, buffer in buffers if buffer is None)
+        unknown = _in_ranked_sources(cast for cast, buffer in buffers if buffer is None)
         # One walk for both: a large build runs this pass on every piece.
         shaped = find_ops(op, (memref.ViewOp, memref.ExpandShapeOp))
         views = [
@@ -529,11 +524,16 @@ def _ranked_source(value: SSAValue) -> SSAValue | None:
     return value if isinstance(value.type, MemRefType) else None
 
 
-def _refuse_unchecked(casts: Iterable[memref.ReinterpretCastOp]) -> None:
-    """Of `casts`, whose buffer is not known, the first that no ranked view bounds either:
-    refused (native code read past the buffer through such a cast with exit status 0)."""
+def _in_ranked_sources(
+    casts: Iterable[memref.ReinterpretCastOp],
+) -> list[tuple[memref.ReinterpretCastOp, SSAValue]]:
+    """Each of `casts`, whose buffer is not known, with the ranked view that bounds it
+    (`_ranked_source`); one that none bounds is refused (native code read past the
+    buffer through such a cast with exit status 0)."""
+    found: list[tuple[memref.ReinterpretCastOp, SSAValue]] = []
     for cast in casts:
-        if _ranked_source(cast.source) is None:
+        source = _ranked_source(cast.source)
+        if source is None:
             raise error_at(
                 cast,
                 "a memref.reinterpret_cast of an unranked memref whose buffer is not "
@@ -543,6 +543,8 @@ def _refuse_unchecked(casts: Iterable[memref.ReinterpretCastOp]) -> None:
                 "--backend interp (which checks the cast), or build with "
                 "--no-runtime-checks to take the risk",
             )
+        found.append((cast, source))
+    return found
 
 
 def _check_in_source(cast: memref.ReinterpretCastOp, ranked: SSAValue) -> None:
