@@ -17,8 +17,14 @@ it runs at all, its last value, `lb + ((ub - 1 - lb) udiv step) * step` (exact i
 loop's type, as `ub - lb` fits unsigned), is compared with `top - step`. The same held
 for `scf.forall` (which ran on forever) and the affine loops that dhir-optimize-bodies
 leaves (their bounds are computed before the loop as --lower-affine computes them).
+
+A bound that only numbers make (the optimizer's block ends, `0 + ((16 - 0) max 0) divui
+64 * 64`) is read as the number native code computes, so that a loop of such bounds is
+judged exactly, as one written with constants is: no guard where its counter cannot pass
+the top.
 """
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,7 +40,9 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.passes import ModulePass
 
+from dhir.analysis.wrap_checks import native_division
 from dhir.dialects import affine, arith, func, scf
+from dhir.dialects.arith import INDEX_WIDTH, scalar_int_width
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import find_ops
@@ -160,7 +168,51 @@ def _counters(loop: Operation) -> list[_Dim]:
 
 
 def _given(value: SSAValue) -> _Bound:
-    return value, int_constant(value)
+    return value, _number(value)
+
+
+# Ops whose 64-bit result, of numbers, is their operands' result wrapped to 64 bits.
+_WRAPPING: dict[type[Operation], Callable[[int, int], int]] = {
+    arith.AddiOp: operator.add,
+    arith.SubiOp: operator.sub,
+    arith.MuliOp: operator.mul,
+    arith.MaxSIOp: max,
+    arith.MinSIOp: min,
+}
+_DIVIDING = (
+    arith.DivUIOp,
+    arith.CeilDivUIOp,
+    arith.RemUIOp,
+    arith.DivSIOp,
+    arith.RemSIOp,
+    arith.FloorDivSIOp,
+    arith.CeilDivSIOp,
+)
+_HALF = 1 << (INDEX_WIDTH - 1)
+
+
+def _number(value: SSAValue, depth: int = 16) -> int | None:
+    """`value`'s number where only numbers make it: an `arith.constant`, or (64-bit
+    values, within `depth` ops) the adds, subtracts, multiplies, signed max/min and
+    divisions of such numbers, each wrapped to 64 bits as native code computes it; None
+    for anything else."""
+    known = int_constant(value)
+    if known is not None or depth == 0 or scalar_int_width(value.type) != INDEX_WIDTH:
+        return known
+    op = value.owner
+    if not isinstance(op, (*_WRAPPING, *_DIVIDING)) or len(op.operands) != 2:
+        return None
+    left, right = (_number(operand, depth - 1) for operand in op.operands)
+    if left is None or right is None:
+        return None
+    left, right = _signed(left), _signed(right)
+    if isinstance(op, _DIVIDING):
+        return native_division(type(op), left, right)
+    return _signed(_WRAPPING[type(op)](left, right))
+
+
+def _signed(number: int) -> int:
+    return (number + _HALF) % (2 * _HALF) - _HALF
 
 
 def _mixed(value: int | SSAValue) -> _Bound:
@@ -219,24 +271,27 @@ def _may_overflow(width: int | None, lb: int | None, ub: int | None, step: int |
 def _guard_counters(loop: Operation, dims: Sequence[_Dim]) -> bool:
     """Guard each counter of `dims` that may overflow (with those outside it); whether any
     was."""
+    guarded = [
+        k
+        for k, (lb, ub, step) in enumerate(dims)
+        if _may_overflow(_width(_type_of(step[0])), lb[1], ub[1], step[1])
+    ]
+    if not guarded:
+        return False  # nothing made: most loops, and building the bounds costs
     made = Block()
     values: list[_Bounds] = []
     for lb, ub, step in dims:
         ssa = [bound if isinstance(bound, SSAValue) else bound(made) for bound, _ in (lb, ub, step)]
         values.append((ssa[0], ssa[1], ssa[2]))
-    guarded = [
-        k
-        for k, (lb, ub, step) in enumerate(dims)
-        if _may_overflow(_width(values[k][2].type), lb[1], ub[1], step[1])
-    ]
-    if not guarded:
-        for op in reversed(list(made.ops)):
-            made.erase_op(op)
-        return False
     insert_before(made, loop)
     for k in guarded:
         _guard_counter(loop, values[k], values[:k])
     return True
+
+
+def _type_of(bound: SSAValue | _Make) -> object:
+    """The type of a bound: an SSA value's, or index for what `_mixed` and `_bound` make."""
+    return bound.type if isinstance(bound, SSAValue) else IndexType()
 
 
 def _guard_counter(loop: Operation, bounds: _Bounds, outer: list[_Bounds]) -> None:

@@ -60,5 +60,43 @@ func.func @affine_bounds(%a: memref<16xi32>, %lo: index, %hi: index) {
   return
 }
 
+// Bounds made of numbers alone, as dhir-optimize-bodies makes its block ends, are read as
+// the numbers native code computes (64-bit wrapping, unsigned division): a block loop
+// that cannot pass the top gets no guard, one that can still does.
+// CHECK-LABEL: func.func @number_bounds
+func.func @number_bounds(%a: memref<16xi32>) {
+  %z = arith.constant 7 : i32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %room = arith.subi %c16, %c0 : index
+  %kept = arith.maxsi %room, %c0 : index
+  %blocks = arith.divui %kept, %c64 : index
+  %size = arith.muli %blocks, %c64 : index
+  %end = arith.addi %c0, %size : index
+  // CHECK-NOT:  dhir_rt_counter_overflow(
+  // CHECK:      scf.parallel
+  scf.parallel (%i) = (%c0) to (%end) step (%c64) {
+    memref.store %z, %a[%i] : memref<16xi32>
+  }
+  // CHECK-NOT:  dhir_rt_counter_overflow(
+  // CHECK:      scf.for
+  scf.for %i = %c0 to %end step %c64 {
+    memref.store %z, %a[%i] : memref<16xi32>
+  }
+  // 2**62 * 2 - 1 wraps to 2**63 - 1: from 0 step 2**62, the counter passes the top.
+  %quarter = arith.constant 4611686018427387904 : index
+  %c2 = arith.constant 2 : index
+  %half = arith.muli %quarter, %c2 : index
+  %top = arith.subi %half, %c1 : index
+  // CHECK:      func.call @dhir_rt_counter_overflow
+  // CHECK:      scf.for
+  scf.for %i = %c0 to %top step %quarter {
+    memref.store %z, %a[%c0] : memref<16xi32>
+  }
+  return
+}
+
 // CHECK: func.func private @dhir_rt_bad_step(i64, i64, i64)
 // CHECK: func.func private @dhir_rt_counter_overflow(i64, i64, i64, i64)
