@@ -137,7 +137,7 @@ def _cast(ops: list[Operation], value: SSAValue, to: Attribute, unsigned: bool) 
         cast = (dhir_arith.FPToUIOp if unsigned else dhir_arith.FPToSIOp)(value, to)
     elif isa(source, AnyFloat) and isa(to, AnyFloat):
         narrower = source.bitwidth > to.bitwidth
-        cast = arith.TruncFOp(value, to) if narrower else arith.ExtFOp(value, to)
+        cast = dhir_arith.TruncFOp(value, to) if narrower else dhir_arith.ExtFOp(value, to)
     else:
         raise ValueError(f"cannot convert {source} to {to} in a named op's body")
     ops.append(cast)

@@ -333,6 +333,42 @@ def test_elementwise_runs_natively_as_the_interpreter_does(ranks: int) -> None:
         assert have.dtype == want.dtype and have.tobytes() == want.tobytes(), f"argument {k}"
 
 
+# Named ops convert their inputs to the output's float type (arith.extf, arith.truncf in
+# the body they are given): the interpreter refused the casts ("'arith.extf' is not
+# supported by the interpreter" at the matmul) while native code ran them.
+MIXED_FLOATS = """
+func.func @main(%a: memref<4x3xf16>, %b: memref<3x5xf16>, %c: memref<4x5xf32>,
+                %d: memref<4x5xf64>, %g: memref<5x2xf64>, %e: memref<4x2xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x3xf16>, memref<3x5xf16>) outs(%c : memref<4x5xf32>)
+  linalg.matmul ins(%d, %g : memref<4x5xf64>, memref<5x2xf64>) outs(%e : memref<4x2xf32>)
+  return
+}
+"""
+
+
+def _mixed_float_inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(4)
+    return [
+        rng.integers(-8, 8, (4, 3)).astype(np.float16),  # small integers: exact products
+        rng.integers(-8, 8, (3, 5)).astype(np.float16),
+        np.ones((4, 5), np.float32),
+        rng.integers(-8, 8, (4, 5)).astype(np.float64),
+        rng.integers(-8, 8, (5, 2)).astype(np.float64),
+        np.zeros((4, 2), np.float32),
+    ]
+
+
+def test_named_ops_convert_floats_to_the_output_type_on_both_backends() -> None:
+    a, b, c, d, g, _ = _mixed_float_inputs()
+    got = dhir.run(MIXED_FLOATS, *_mixed_float_inputs(), backend="interp")
+    np.testing.assert_array_equal(got[2], c + a.astype(np.float32) @ b.astype(np.float32))
+    np.testing.assert_array_equal(got[5], d.astype(np.float32) @ g.astype(np.float32))
+    if shutil.which("mlir-opt-22") is not None:
+        native = dhir.run(MIXED_FLOATS, *_mixed_float_inputs(), backend="native")
+        for k, (have, want) in enumerate(zip(native, got, strict=True)):
+            assert have.tobytes() == want.tobytes(), f"argument {k}"
+
+
 @pytest.mark.parametrize(
     ("op", "inputs"),
     [("max", 2), ("add", 2), ("mul", 2), ("exp", 1), ("copy", 1), ("fill", 1), ("select", 3)],
