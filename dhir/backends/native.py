@@ -193,7 +193,10 @@ def compile_native(
         count = piece_count(steps, os.cpu_count() or 1) if gpu is None else 1
         if count >= 2:
             build = _Build(options, signature, timing, openmp, runtime, tasks, callers)
-            return build.lowering(module, lower, after, -(-steps // count)), signature
+            # A piece holds steps, not the entry, whose name the checks would not find.
+            pieces = _after_passes(options, openmp, gpu is not None, names)
+            lowered = build.lowering(module, lower, (pieces, after), -(-steps // count))
+            return lowered, signature
         with timing.stage("dhir passes"):
             run_pipeline(module, PassPipeline((*data, lower, *after)), verify_each=False)
             bands = _take_bands(module, entry, ranks, timing)
@@ -220,11 +223,12 @@ def _after_passes(
     openmp: bool,
     kernels: bool,
     names: frozenset[str],
-    entry: str = "main",
+    entry: str | None = None,
 ) -> tuple[ModulePass, ...]:
     """The passes after dhir-lower-to-mpi, in their order (`kernels`: the build has GPU
     kernels): what mlir-opt-22 does not lower, or would lower wrongly, and the runtime
-    checks the options ask for, whose failures name `entry`'s arguments."""
+    checks the options ask for, whose failures name `entry`'s arguments (None: a module
+    without the entry, named `main` if it has one)."""
     # Parallel loops that reach MPI or the runtime, or reduce in a way OpenMP does not
     # know, run sequentially.
     threaded = (OpenMPReductionsPass(), SerialLoopsPass()) if openmp else ()
@@ -285,12 +289,18 @@ class _Build:
     callers: Callers
 
     def lowering(
-        self, module: ModuleOp, lower: LowerToMPIPass, after: Sequence[ModulePass], per_piece: int
+        self,
+        module: ModuleOp,
+        lower: LowerToMPIPass,
+        after: tuple[Sequence[ModulePass], Sequence[ModulePass]],
+        per_piece: int,
     ) -> Path:
-        """The executable of `module`, lowered by `lower` and `after`: each run of
-        `per_piece` parts is cut off as a piece (dhir.toolchain.split.StepPieces), takes
-        `after`, and is printed and handed to LLVM while the rest is lowered."""
-        timing, finish = self.timing, PassPipeline(tuple(after))
+        """The executable of `module`, lowered by `lower` and `after` (the passes for
+        the pieces, then those for what is left): each run of `per_piece` parts is cut off
+        as a piece (dhir.toolchain.split.StepPieces), takes its passes, and is printed and
+        handed to LLVM while the rest is lowered."""
+        timing = self.timing
+        per_part, finish = PassPipeline(tuple(after[0])), PassPipeline(tuple(after[1]))
         pieces = StepPieces(module, per_piece)
         with start_builds(self.options, timing, self.openmp, self.runtime) as builds:
             parts = lower.lower(module)
@@ -298,7 +308,7 @@ class _Build:
                 with timing.stage("dhir passes"), diagnosed():
                     piece = _next_piece(parts, pieces)
                     if piece is not None:
-                        run_pipeline(piece, finish, verify_each=False)
+                        run_pipeline(piece, per_part, verify_each=False)
                 if piece is None:
                     break
                 with timing.stage("print"):

@@ -34,6 +34,7 @@ from dhir.dialects.gpu import in_device_code
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_access
 from dhir.transforms.building import declare, int_constant
+from dhir.transforms.pass_options import named_entry
 from dhir.transforms.vector_checks import OUT_OF_BOUNDS as OUT_OF_BOUNDS_WORDS
 from dhir.transforms.vector_checks import CheckBuilder, report_unless, run_unless
 
@@ -52,7 +53,7 @@ class BoundsChecksPass(ModulePass):
 
     name = "dhir-bounds-checks"
 
-    entry: str = "main"
+    entry: str | None = None  # None: `main`, where the module has it
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         proof = InBounds(op)
@@ -62,7 +63,7 @@ class BoundsChecksPass(ModulePass):
             for access in find_ops(op, (*_SCALAR, *_AFFINE))
             if not in_device_code(access) and (dims := undecided_dims(access, proof))
         ]
-        origins = ArgOrigins(op, self.entry)
+        origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for access, dims in pending:
             if isinstance(access, _AFFINE):
                 access = lower_access(access)

@@ -69,6 +69,7 @@ from dhir.dialects.memref import TransposeOp
 from dhir.ir.diagnostics import error_at
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare, put
+from dhir.transforms.pass_options import named_entry
 from dhir.transforms.vector_checks import CheckBuilder, report_unless
 
 # What a failed check prints (MLIR's later versions check the cast with these words).
@@ -126,7 +127,7 @@ class CastChecksPass(ModulePass):
     name = "dhir-cast-checks"
 
     undecided: bool = False
-    entry: str = "main"
+    entry: str | None = None  # None: `main`, where the module has it
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         reach = CastReach(op)
@@ -156,7 +157,7 @@ class CastChecksPass(ModulePass):
             and not (self.undecided and _view_proven(view, proof))
         ]
         expands = _undecided_expands(e for e in shaped if isinstance(e, memref.ExpandShapeOp))
-        origins = ArgOrigins(op, self.entry)
+        origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for view, dims in subviews:
             _check_subview(view, dims, origins)
         for cast, claims in memref_casts:
@@ -671,7 +672,7 @@ class CastSizesPass(ModulePass):
 
     name = "dhir-cast-sizes"
 
-    entry: str = "main"
+    entry: str | None = None  # None: `main`, where the module has it
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         casts = [
@@ -679,7 +680,7 @@ class CastSizesPass(ModulePass):
             for cast in find_ops(op, memref.CastOp)
             if not in_device_code(cast) and (dims := made_static(cast))
         ]
-        origins = ArgOrigins(op, self.entry)
+        origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for cast, dims in casts:
             for dim in dims:
                 _check_size(cast, dim, note(("", origins.size(cast.source, dim))))

@@ -25,6 +25,7 @@ from dhir.dialects.gpu import in_device_code
 from dhir.dialects.linalg import LinalgStructuredOperation
 from dhir.ir.walk import find_ops
 from dhir.transforms.building import declare
+from dhir.transforms.pass_options import named_entry
 from dhir.transforms.vector_checks import CheckBuilder, report_unless
 
 # MLIR's words for the check of a linalg op's operand sizes.
@@ -43,7 +44,7 @@ class LinalgSizesPass(ModulePass):
 
     name = "dhir-linalg-sizes"
 
-    entry: str = "main"
+    entry: str | None = None  # None: `main`, where the module has it
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pending = [
@@ -51,7 +52,7 @@ class LinalgSizesPass(ModulePass):
             for linalg in find_ops(op, LinalgStructuredOperation)
             if not in_device_code(linalg) and (pairs := unequal_dims(linalg))
         ]
-        origins = ArgOrigins(op, self.entry)
+        origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for linalg, pairs in pending:
             for dim, source in pairs:
                 _check(linalg, dim, source, _named(origins, linalg, dim, source))

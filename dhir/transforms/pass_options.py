@@ -29,3 +29,11 @@ def check_entry(pass_name: str, module: ModuleOp, entry: str | None) -> None:
         f"{pass_name}: the module has no function @{entry} with a body; "
         f"name one of: {', '.join('@' + f.sym_name.data for f in functions) or 'none'}"
     )
+
+
+def named_entry(pass_name: str, module: ModuleOp, entry: str | None) -> str:
+    """The entry whose arguments a check pass's failures name: `entry` where given, which
+    must then be a function of `module` with a body; else `main`, which a module may lack
+    (a piece of a large build holds no entry)."""
+    check_entry(pass_name, module, entry)
+    return "main" if entry is None else entry

@@ -63,6 +63,7 @@ from dhir.ir.diagnostics import loc_of
 from dhir.ir.walk import find_ops
 from dhir.transforms.affine_scope import lower_access
 from dhir.transforms.building import const_index, insert_before, put
+from dhir.transforms.pass_options import named_entry
 
 # What a failed check prints, as MLIR's own checks do (dhir.toolchain.failure reads it).
 OUT_OF_BOUNDS = "out-of-bounds access"
@@ -93,7 +94,7 @@ class VectorChecksPass(ModulePass):
     # native backend's default; else every one (--runtime-checks).
     undecided: bool = False
     # The entry whose arguments a failure names, where its memref's sizes are theirs.
-    entry: str = "main"
+    entry: str | None = None  # None: `main`, where the module has it
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         proof = InBounds(op)
@@ -104,7 +105,7 @@ class VectorChecksPass(ModulePass):
             and not _under_mask(found)
             and not (self.undecided and vector_proven(found, proof))
         ]
-        origins = ArgOrigins(op, self.entry)
+        origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for found in found_ops:
             if isinstance(found, _AFFINE):
                 found = lower_access(found)  # a vector.load or store, as --lower-affine

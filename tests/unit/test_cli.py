@@ -688,12 +688,23 @@ def test_dhir_lower_to_mpi_refuses_a_task_on_a_rank_it_does_not_lower_for() -> N
 _NO_MAIN = "func.func @f(%a: memref<4xf32>) {\n  return\n}\nfunc.func private @g()\n"
 
 
+# The check passes name the entry's arguments in their failures.
+_CHECKS = [
+    "dhir-bounds-checks",
+    "dhir-vector-checks",
+    "dhir-cast-checks",
+    "dhir-cast-sizes",
+    "dhir-linalg-sizes",
+]
+
+
 @pytest.mark.parametrize(
-    "name", ["dhir-place", "dhir-gpu-data", "dhir-lower-to-mpi", "dhir-codedrop"]
+    "name", ["dhir-place", "dhir-gpu-data", "dhir-lower-to-mpi", "dhir-codedrop", *_CHECKS]
 )
 def test_an_entry_option_that_names_no_function_is_refused(name: str) -> None:
-    """dhir-place, dhir-gpu-data and dhir-lower-to-mpi took entry=nosuch, exited 0 and
-    did nothing for an entry; dhir-codedrop refused it, as they do now."""
+    """dhir-place, dhir-gpu-data, dhir-lower-to-mpi and the check passes took
+    entry=nosuch, exited 0 and did nothing for an entry; dhir-codedrop refused it, as
+    they do now."""
     result = dhir_opt("-", "-p", f"{name}{{entry=nosuch}}", stdin=_NO_MAIN)
     assert result.returncode == 1
     assert result.stderr == (
@@ -705,4 +716,6 @@ def test_the_default_entry_needs_no_main() -> None:
     from dhir.api import run_pipeline
 
     module = parse_string(_NO_MAIN, "p.mlir")
-    run_pipeline(module, "dhir-place,dhir-gpu-data,dhir-lower-to-mpi,dhir-codedrop")
+    run_pipeline(
+        module, ",".join(["dhir-place,dhir-gpu-data,dhir-lower-to-mpi,dhir-codedrop", *_CHECKS])
+    )
