@@ -33,6 +33,7 @@ larger than a piece (docs/semantics.md). Why no rank waits forever: see
 analysis/transfers.py and docs/semantics.md, "Deadlock freedom".
 """
 
+import itertools
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -347,6 +348,7 @@ class _RankGuards:
         self._rank: SSAValue = rank.rank
         self._i32: dict[int, SSAValue] = {}
         self._is: dict[int, SSAValue] = {}
+        self._tested: set[SSAValue] = set()
 
     def _insert(self, ops: Iterable[Operation]) -> None:
         """At the function entry, after what came before: made on demand, they still
@@ -369,7 +371,12 @@ class _RankGuards:
             op.result.name_hint = f"on{rank}"
             self._insert([op])
             self._is[rank] = op.result
+            self._tested.add(op.result)
         return self._is[rank]
+
+    def is_rank_test(self, value: SSAValue) -> bool:
+        """Whether `value` is one of the `rank == R` conditions."""
+        return value in self._tested
 
 
 def _plans(schedule: ScheduleOp) -> list[TaskStep]:
@@ -551,14 +558,14 @@ class _ScheduleLowering:
             for block in blocks:
                 words = _block_words(block, width)
                 ops += [*words, func.CallOp(WRITE, [index, address, *_results(words)], [])]
-            sink.emit(self._guarded(rank, ops, sink.last()))
+            sink.emit(self._guarded(rank, ops, sink))
         if copies:
             self._runtime.add(COPY)
             ops = []
             for block in copies:
                 words = _block_words(block, width)
                 ops += [*words, func.CallOp(COPY, [index, *_results(words)], [])]
-            sink.emit(self._guarded(0, ops, sink.last()))
+            sink.emit(self._guarded(0, ops, sink))
 
     def _place_collective(
         self, value: SSAValue, runs: list[Block | None], dest: int | None, sink: "_Sink"
@@ -580,7 +587,7 @@ class _ScheduleLowering:
             arguments = [address, size, *(w.result for w in words), *tail]
             call = func.CallOp(name, arguments, [])
             ops += [*size_ops, *words, call]
-            sink.emit(self._guarded(rank, ops, sink.last()) if self.ranks > 1 else ops)
+            sink.emit(self._guarded(rank, ops, sink) if self.ranks > 1 else ops)
 
     def _lower_task(self, task: TaskOp, rank: int) -> None:
         body = _body_ops(task)
@@ -612,9 +619,9 @@ class _ScheduleLowering:
     def _branch(self, rank: int) -> IRBlock:
         """The branch of `scf.if rank == R` that a task on `rank` joins, as `_guarded`
         finds it: the guard emitted last, when it is for `rank`, else a new one."""
-        last = self.last()
-        if isinstance(last, scf.IfOp) and last.cond == self.guards.on(rank):
-            return last.true_region.block
+        joined = self._open_guard(rank, self)
+        if joined is not None:
+            return joined.true_region.block
         guard = scf.IfOp(self.guards.on(rank), [], [scf.YieldOp()])
         self.emit([guard])
         return guard.true_region.block
@@ -672,7 +679,7 @@ class _ScheduleLowering:
             self._runtime.add(WAIT)
             slot = arith.ConstantOp(IntegerAttr(event.slot, i64))
             call = func.CallOp(WAIT, [slot.result], [])
-            self.emit(self._guarded(event.rank, _when(later, [slot, call]), self.last()))
+            self.emit(self._guarded(event.rank, _when(later, [slot, call]), self))
             return
         transfer = event.transfer
         assert transfer is not None and transfer.dest is not None
@@ -692,7 +699,7 @@ class _ScheduleLowering:
             source = [self.guards.const(transfer.source), tag]
             for block in blocks:
                 ops += self._message(RECV, value, block, source)
-        self.emit(self._guarded(event.rank, _when(later, ops), self.last()))
+        self.emit(self._guarded(event.rank, _when(later, ops), self))
 
     def _outline_steps(self) -> None:
         """Move the steps emitted since the last call (each task's incoming messages and
@@ -746,8 +753,8 @@ class _ScheduleLowering:
             sends += self._message(SEND, value, block, to)
             back = [self.guards.const(source), self.guards.const(tag)]
             receives += self._message(RECV, value, block, back)
-        sink.emit(self._guarded(source, sends, sink.last()))
-        sink.emit(self._guarded(dest, receives, sink.last()))
+        sink.emit(self._guarded(source, sends, sink))
+        sink.emit(self._guarded(dest, receives, sink))
 
     def _message(
         self, call: str, value: SSAValue, block: Block | None, tail: list[SSAValue]
@@ -773,16 +780,36 @@ class _ScheduleLowering:
         arguments = [pointer, size, *(c.result for c in constants), *tail]
         return [*ops, *constants, func.CallOp(name, arguments, [])]
 
-    def _guarded(self, rank: int, ops: list[Operation], last: Operation | None) -> list[Operation]:
-        """`ops` under `scf.if rank == R`; when `last`, the op emitted last, is already
-        such a guard for the same rank, `ops` join it (a receive and the task that needs
-        it share one branch). Each rank still sees the same ops in the same order."""
+    def _guarded(self, rank: int, ops: list[Operation], sink: "_Sink") -> list[Operation]:
+        """`ops` under `scf.if rank == R`, to be emitted to `sink`; when `sink` has such a
+        guard for the same rank open (`_open_guard`), `ops` join it (a receive and the
+        task that needs it share one branch). Each rank still sees the same ops in the
+        same order."""
         if self.ranks == 1:
             return ops  # one rank runs everything: no guard needed
-        if isinstance(last, scf.IfOp) and last.cond == self.guards.on(rank):
-            _join(last, ops)
+        joined = self._open_guard(rank, sink)
+        if joined is not None:
+            _join(joined, ops)
             return []
         return [scf.IfOp(self.guards.on(rank), [], [*ops, scf.YieldOp()])]
+
+    def _open_guard(self, rank: int, sink: "_Sink") -> scf.IfOp | None:
+        """The guard `scf.if rank == R` that ops for `rank` emitted now may join: the op
+        emitted last, when it is one; in this lowering's own steps, also one before it
+        in the run of guards that ends them, each for another rank. Only one rank runs
+        the ops under a guard, so the ops guarded for other ranks between the two run
+        on none of the ranks that run these: each rank still runs the same ops in the
+        same order, with a branch per run of tasks instead of one per task (tasks that
+        alternate ranks: 10,000 guards, which took LLVM twice the time). A run holds a
+        guard per rank at most (each joins the earlier one), so the search is short."""
+        wanted = self.guards.on(rank)
+        run = reversed(self._emitted) if sink is self else iter([sink.last()])
+        for op in itertools.islice(run, self.ranks):
+            if not isinstance(op, scf.IfOp) or not self.guards.is_rank_test(op.cond):
+                return None
+            if op.cond == wanted:
+                return op
+        return None
 
     def emit(self, ops: Iterable[Operation]) -> None:
         """Emit before the schedule (the _Sink protocol)."""
