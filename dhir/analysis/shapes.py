@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from dhir.dialects import func
-from dhir.dialects.access import scalar_access
+from dhir.dialects.access import memref_position, scalar_access
 from dhir.dialects.arith import ConstantOp
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.symbols import Symbols
@@ -164,7 +164,13 @@ def _subscript_only(op: ConstantOp) -> bool:
     without a map (not its memref, not the value stored)."""
     value = op.result
     for use in value.uses:
-        access = scalar_access(use.operation)
+        user = use.operation
+        position = memref_position(user)
+        if position is not None:  # a memref.load or store: its subscripts follow its memref
+            if use.index <= position:
+                return False
+            continue
+        access = scalar_access(user)
         if access is None or access.map is not None:
             return False
         if value is access.value or value is access.memref or value not in access.indices:

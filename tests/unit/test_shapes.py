@@ -340,3 +340,31 @@ def test_callees_are_found_in_one_table(monkeypatch: pytest.MonkeyPatch) -> None
     ids = shape_ids(list(schedule.tasks()))
     assert ids == [k % 50 for k in range(100)]
     assert len(read) <= 2 * len(module.body.block.ops)
+
+
+def _index_stores(tasks: list[tuple[str, str]]) -> str:
+    """A task per (stored, subscript) pair of lines, on a memref of indices: the stored
+    value and the subscript are constants of one type."""
+    lines = ["func.func @main(%a: memref<8xindex>) {", "  dhir.schedule %a {"]
+    lines.append('    %cpu = dhir.target {kind = "cpu"}')
+    for number, (stored, subscript) in enumerate(tasks):
+        lines.append(f"    %t{number} = dhir.task %cpu, %a {{")
+        lines += [f"      {stored}", f"      {subscript}"]
+        lines += ["      memref.store %v, %a[%i] : memref<8xindex>", "    }"]
+    lines += ["  }", "  return", "}", ""]
+    return "\n".join(lines)
+
+
+def test_a_stored_literal_is_no_subscript() -> None:
+    """A constant a memref.store stores is part of the key (only its subscripts' are left
+    out), also where the memref holds indices, as subscripts are."""
+    text = _index_stores(
+        [
+            ("%v = arith.constant 5 : index", "%i = arith.constant 1 : index"),
+            ("%v = arith.constant 6 : index", "%i = arith.constant 2 : index"),
+            ("%v = arith.constant 5 : index", "%i = arith.constant 3 : index"),
+        ]
+    )
+    ids = shape_ids(list(_schedule(text).tasks()))
+    assert ids[0] != ids[1]
+    assert ids[0] == ids[2]
