@@ -373,6 +373,16 @@ def moved(op: Operation) -> Access | None:
 _MOVES = (Kind.LOAD, Kind.STORE)
 
 
+def memref_position(op: Operation) -> int | None:
+    """Where the memref of a memref.load (0) or a memref.store (1) is among its operands,
+    its subscripts after it; None for any other op. What `scalar_access` says of these
+    two, without building their facts: asked of every access of every task."""
+    entry = _entry(type(op))
+    if entry is None:
+        return None
+    return 0 if entry[1] is _load else 1 if entry[1] is _store else None
+
+
 def subscripts(op: Operation) -> tuple[SSAValue, ...]:
     """The operands of `op` that choose elements: the subscripts of its accesses, the
     offsets, sizes and strides of a subview."""

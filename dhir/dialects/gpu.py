@@ -2012,14 +2012,15 @@ SPARSE_OPS: tuple[type[IRDLOperation], ...] = (
 
 # The ops whose regions are compiled for the device. xDSL's classes, which dhir's
 # subclass, so that ops built with either count.
-_DEVICE_CODE = (gpu.ModuleOp, gpu.FuncOp, gpu.LaunchOp)
+# The ops whose bodies are compiled for the device (`in_device_code`).
+DEVICE_CODE = (gpu.ModuleOp, gpu.FuncOp, gpu.LaunchOp)
 
 
 def in_device_code(op: Operation) -> bool:
     """Whether `op` is compiled for the device: inside a `gpu.module` or `gpu.func`, or
     inside a `gpu.launch` body (which gpu-kernel-outlining moves into a `gpu.module`).
     The one rule for "is this GPU code"."""
-    return enclosing(op, _DEVICE_CODE) is not None
+    return enclosing(op, DEVICE_CODE) is not None
 
 
 _ops = with_replaced_ops(

@@ -43,6 +43,42 @@ def find_among(
     return out
 
 
+def find_outside(
+    root: Operation,
+    kinds: type[_Op] | tuple[type[_Op], ...],
+    outside: tuple[type[Operation], ...],
+) -> list[_Op]:
+    """`find_ops(root, kinds)` but for the ops nested in an op of `outside` (below
+    `root`; `enclosing(op, outside)` is None for each op found), whose regions are not
+    walked: one walk, not a walk up from each op found (dhir-bounds-checks' accesses
+    outside device code)."""
+    wanted, skipped = _wanted(kinds), _wanted(outside)
+    out: list[_Op] = []
+    pending: list[Operation] = [root]
+    while pending:
+        op = pending.pop()
+        while op is not None:
+            kind = type(op)
+            hit = wanted.get(kind)
+            if hit is None:
+                hit = wanted[kind] = issubclass(kind, kinds)
+            if hit:
+                out.append(op)  # pyright: ignore[reportArgumentType]
+            if op.regions:
+                skip = skipped.get(kind)
+                if skip is None:
+                    skip = skipped[kind] = issubclass(kind, outside)
+                if op is not root and op._next_op is not None:  # pyright: ignore[reportPrivateUsage]
+                    pending.append(op._next_op)  # pyright: ignore[reportPrivateUsage]
+                if not skip:
+                    _push_blocks(op, pending)
+                break
+            if op is root:
+                break
+            op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return out
+
+
 def holds_op(root: Operation, kinds: type[Operation] | tuple[type[Operation], ...]) -> bool:
     """Whether `root`, or an op nested in it, is an instance of `kinds`: `find_ops`, but
     stopping at the first found."""

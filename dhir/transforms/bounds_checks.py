@@ -30,8 +30,9 @@ from xdsl.passes import ModulePass
 from dhir.analysis.arg_origins import ArgOrigins, access_note
 from dhir.analysis.proven_bounds import InBounds
 from dhir.dialects import affine, memref
-from dhir.dialects.gpu import in_device_code
-from dhir.ir.walk import find_ops
+from dhir.dialects.access import memref_position
+from dhir.dialects.gpu import DEVICE_CODE
+from dhir.ir.walk import find_outside
 from dhir.transforms.affine_scope import lower_access
 from dhir.transforms.building import declare, int_constant
 from dhir.transforms.pass_options import named_entry
@@ -60,8 +61,8 @@ class BoundsChecksPass(ModulePass):
         # Decided first, on the module as it is: the checks add ops the lifter would read.
         pending = [
             (access, dims)
-            for access in find_ops(op, (*_SCALAR, *_AFFINE))
-            if not in_device_code(access) and (dims := undecided_dims(access, proof))
+            for access in find_outside(op, (*_SCALAR, *_AFFINE), DEVICE_CODE)
+            if (dims := undecided_dims(access, proof))
         ]
         origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for access, dims in pending:
@@ -74,11 +75,17 @@ class BoundsChecksPass(ModulePass):
 
 def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
     """The dimensions along which `op`, a scalar access, is not proven in bounds."""
-    if isinstance(op, _AFFINE):
+    position = memref_position(op)
+    if position is not None:  # a memref.load or store: asked first, without IRDL accessors
+        operands = op.operands
+        memory: SSAValue = operands[position]
+        indices: list[SSAValue] = list(operands[position + 1 :])
+    elif isinstance(op, _AFFINE):
         lifted = proof.lifter.map_each(op.map.data, list(op.indices))
         return [d for d, index in enumerate(lifted) if not proof.proven(op.memref, d, index)]
-    indices: list[SSAValue] = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
-    memory = op.memref  # pyright: ignore[reportAttributeAccessIssue]
+    else:
+        indices = list(op.indices)  # pyright: ignore[reportAttributeAccessIssue, reportUnknownArgumentType]
+        memory = op.memref  # pyright: ignore[reportAttributeAccessIssue]
     assert isinstance(memory, SSAValue)
     extents = memory.type.get_shape() if isinstance(memory.type, MemRefType) else None
     undecided: list[int] = []

@@ -1,5 +1,5 @@
 """dhir.ir.walk.find_ops finds what a filtered `walk()` finds, in the same order; holds_op
-whether it finds any; dhir.dialects.dhir.walk_outside_tasks what `walk()` finds outside
+whether it finds any; find_outside those not inside device code; dhir.dialects.dhir.walk_outside_tasks what `walk()` finds outside
 task bodies."""
 
 from pathlib import Path
@@ -10,10 +10,11 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region
 
 from dhir import parse_string
-from dhir.dialects import arith, func, memref, scf
+from dhir.dialects import arith, func, gpu, memref, scf
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.dialects.gpu import DEVICE_CODE
 from dhir.ir import walk
-from dhir.ir.walk import find_ops, holds_op
+from dhir.ir.walk import enclosing, find_ops, find_outside, holds_op
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.mlir"))
 KINDS: list[tuple[type[Operation], ...]] = [
@@ -169,3 +170,45 @@ def test_schedule_tasks_may_move_as_they_come() -> None:
         task.detach()
         moved.append(task)
     assert moved == want
+
+
+# Loads in a gpu.launch's body and a gpu.module's function, and on the host around them.
+DEVICE = """
+func.func @main(%m: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %h = memref.load %m[%c0] : memref<4xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %d = memref.load %m[%tx] : memref<4xf32>
+    memref.store %d, %m[%c0] : memref<4xf32>
+    gpu.terminator
+  }
+  memref.store %h, %m[%c1] : memref<4xf32>
+  func.return
+}
+gpu.module @kernels {
+  gpu.func @k(%n: memref<4xf32>) kernel {
+    %i = arith.constant 0 : index
+    %e = memref.load %n[%i] : memref<4xf32>
+    gpu.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("text", [DEVICE, BLOCKS, *(p.read_text() for p in EXAMPLES)])
+def test_find_outside_skips_what_enclosing_finds(text: str) -> None:
+    module = parse_string(text)
+    kinds_list = [*KINDS, (gpu.LaunchOp, memref.LoadOp), (gpu.ModuleOp, gpu.FuncOp)]
+    for kinds in kinds_list:
+        for root in [module, *module.body.block.ops]:
+            want = [o for o in find_ops(root, kinds) if enclosing(o, DEVICE_CODE) is None]
+            assert find_outside(root, kinds, DEVICE_CODE) == want
+
+
+def test_find_outside_leaves_device_code() -> None:
+    module = parse_string(DEVICE)
+    found = find_outside(module, (memref.LoadOp, memref.StoreOp), DEVICE_CODE)
+    assert [o.name for o in found] == ["memref.load", "memref.store"]
+    assert len(find_ops(module, (memref.LoadOp, memref.StoreOp))) == 5
