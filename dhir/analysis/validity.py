@@ -177,7 +177,7 @@ class Validity:
         `musts` of `memref`: the transfers it needs first; afterwards only `rank` holds
         what it wrote."""
         region = self.widen(memref, writes)
-        needed = self.needs(memref, reads, writes, musts)
+        needed = self._needed(memref, reads, region, musts)
         transfers = self.bring(memref, rank, needed) if not needed.is_empty() else []
         self._wrote(memref, rank, region)
         return transfers
@@ -186,7 +186,10 @@ class Validity:
         """The elements of `memref` a task that reads `reads`, may write `writes` and
         surely writes `musts` needs valid on its rank first (`run_task`): what it reads,
         and what it may write but need not (a partial write leaves the rest as it was)."""
-        region = self.widen(memref, writes)
+        return self._needed(memref, reads, self.widen(memref, writes), musts)
+
+    def _needed(self, memref: SSAValue, reads: isl.Set, region: isl.Set, musts: isl.Set) -> isl.Set:
+        """`needs`, given the writes `widen`ed (`run_task` has them already)."""
         needed = units(memref.type, reads)
         if not region.is_empty():
             surely = musts if divisible(memref.type) else region.empty(region.get_space())
