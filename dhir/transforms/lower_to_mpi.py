@@ -204,15 +204,19 @@ class LowerToMPIPass(ModulePass):
         self, schedule: ScheduleOp, plans: list[TaskStep], called: bool, parts: "_Parts | None"
     ) -> "_Step":
         held = parts.held if parts is not None else None
-        kept = loop_entry_state(schedule, self.ranks, plans, held) if self.ranks > 1 else None
-        mine = [v for v in schedule.operands if held and v in held]
         found = step_loop(schedule)
+        # Found once: each loop_entry_state below would find them again.
+        loaded = loaded_regions(schedule) if found is not None and self.ranks > 1 else {}
+        kept = (
+            loop_entry_state(schedule, self.ranks, plans, held, loaded) if self.ranks > 1 else None
+        )
+        mine = [v for v in schedule.operands if held and v in held]
         if parts is not None and kept is None and mine and found is not None:
             parts.keep_whole(mine, "its time loop finds no fixed layout")
-            kept = loop_entry_state(schedule, self.ranks, plans, parts.held)
+            kept = loop_entry_state(schedule, self.ranks, plans, parts.held, loaded)
         loop, start = kept if kept is not None else (None, None)
         outputs = root_only(loop or schedule, self.entry_name, called)
-        shared = loaded_regions(schedule) if kept is not None else {}
+        shared = loaded if kept is not None else {}
         return outputs, start, loop, shared
 
     def _partition(
@@ -401,6 +405,7 @@ def loop_entry_state(
     ranks: int,
     plans: Sequence[TaskStep] | None = None,
     held: Mapping[SSAValue, Sequence[isl.Set]] | None = None,
+    loaded: Mapping[SSAValue, isl.Set] | None = None,
 ) -> tuple[Operation, Validity] | None:
     """For a schedule that is the only user of its memrefs in the body of a loop: the
     loop, and the validity that holds at the start of every iteration, the fixed point
@@ -408,12 +413,12 @@ def loop_entry_state(
     the body leaves, the elements the loop's host code loads brought to every rank
     (`loaded_regions`). None when the schedule is not in such a loop, or no fixed point is
     found. `plans`: the schedule's, when known; `held`: what each rank holds of the
-    memrefs it holds only in part."""
+    memrefs it holds only in part; `loaded`: the schedule's `loaded_regions`, when known."""
     found = step_loop(schedule)
     if found is None:
         return None
     loop = found[0]
-    shared = loaded_regions(schedule)
+    shared = loaded if loaded is not None else loaded_regions(schedule)
     plans = plans if plans is not None else _plans(schedule)
     state = Validity(list(schedule.args), ranks, held)
     for _ in range(LOOP_ROUNDS):
