@@ -18,8 +18,9 @@ is the worst bug).
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, AnyFloat, MemRefType, VectorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from dhir.analysis.lift import (
@@ -383,6 +384,151 @@ class InBounds:
         if key not in self._sizes:
             self._sizes[key] = f"size{len(self._sizes)}.{dim}"
         return self._sizes[key]
+
+
+_T = TypeVar("_T")
+_Op = TypeVar("_Op", bound=Operation)
+_LOOPS = (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)
+# Past this many ops defining one value from outside a nest, that value is keyed by itself.
+_CONE_DEPTH = 64
+
+
+def shared_decisions(ops: Sequence[_Op], decide: Callable[[_Op], _T]) -> list[_T]:
+    """`decide(op)` for each of `ops` (in walk order), asked once per shape of loop nest:
+    an op in an outermost loop whose key (`_NestKey`) equals an earlier nest's, at the
+    same place in it, takes the decision of the op there. For a decision that reads only
+    `InBounds` proofs: what they read of an op in a nest is the nest and the values it
+    uses from outside, which the key holds up to identity (a memref argument of its
+    function by its type only, as its sizes are its type's or leaves of its own), and a
+    function's other arguments as themselves, as their bounds come from the calls
+    (generated tasks repeat a nest with other memrefs hundreds of times)."""
+    groups: dict[Operation | None, list[int]] = {}
+    for k, op in enumerate(ops):
+        groups.setdefault(_outermost_loop(op), []).append(k)
+    found: list[_T | None] = [None] * len(ops)
+    # By the key's hash, computed once: a key of a large nest costs to hash.
+    seen: dict[int, list[tuple[object, list[_T]]]] = {}
+    for nest, members in groups.items():
+        key = _NestKey(nest, {ops[k]: None for k in members}).key() if nest else None
+        try:
+            hashed = hash(key)
+        except TypeError:  # an attribute that cannot be hashed: decided on its own
+            key = None
+            hashed = 0
+        alike = seen.setdefault(hashed, []) if key is not None else []
+        known = next((decided for other, decided in alike if other == key), None)
+        decided = known if known is not None else [decide(ops[k]) for k in members]
+        if key is not None and known is None:
+            alike.append((key, decided))
+        for k, decision in zip(members, decided, strict=True):
+            found[k] = decision
+    return found  # pyright: ignore[reportReturnType]
+
+
+def _outermost_loop(op: Operation) -> Operation | None:
+    outermost = None
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, _LOOPS):
+            outermost = parent
+        parent = parent.parent_op()
+    return outermost
+
+
+class _NestKey:
+    """The key of a loop nest for `shared_decisions`: each op of it (class, operands,
+    result types, properties, attributes, regions and block arguments) in walk order,
+    where each of `wanted` is, and each value from outside by the ops that make it (a
+    numbered list, so that one value used twice differs from two alike)."""
+
+    def __init__(self, nest: Operation, wanted: dict[Operation, None]) -> None:
+        self.nest = nest
+        self.wanted = wanted
+        self.inside: dict[SSAValue, int] = {}
+        self.unread: set[SSAValue] = set()  # made by ops left out of the key
+        self.outside: dict[SSAValue, int] = {}
+        self.cone: list[object] = []
+        self.parts: list[object] = []
+
+    def key(self) -> object:
+        self._op(self.nest)
+        return (tuple(self.parts), tuple(self.cone))
+
+    def _op(self, op: Operation) -> None:
+        if _unread(op) and op not in self.wanted:
+            for result in op.results:  # no subscript, size or bound: left out
+                self.unread.add(result)
+            return
+        operands = tuple([self._ref(value) for value in op.operands])
+        self.parts.append(
+            (
+                type(op),
+                operands,
+                tuple([r.type for r in op.results]),
+                tuple(op.properties.items()),
+                tuple(op.attributes.items()),
+                len(op.successors),
+                len(op.regions),
+                op in self.wanted,
+            )
+        )
+        for result in op.results:
+            self.inside[result] = len(self.inside)
+        for region in op.regions:
+            self.parts.append(("region", len(region.blocks)))
+            for block in region.blocks:
+                self.parts.append(("block", tuple(arg.type for arg in block.args)))
+                for arg in block.args:
+                    self.inside[arg] = len(self.inside)
+                for inner in block.ops:
+                    self._op(inner)
+
+    def _ref(self, value: SSAValue) -> object:
+        at = self.inside.get(value)
+        if at is not None:
+            return ("in", at)
+        if value in self.unread or isinstance(value.type, AnyFloat | VectorType):
+            return ("unread", value.type)  # never lifted: by its type
+        return ("out", self._outer(value, 0))
+
+    def _outer(self, value: SSAValue, depth: int) -> int:
+        number = self.outside.get(value)
+        if number is not None:
+            return number
+        self.cone.append(self._made(value, depth))
+        self.outside[value] = len(self.outside)
+        return self.outside[value]
+
+    def _made(self, value: SSAValue, depth: int) -> object:
+        if isinstance(value, BlockArgument):
+            owner = value.block.parent_op()
+            entry = isinstance(owner, func.FuncOp) and value.block is owner.body.blocks.first
+            if entry and isinstance(value.type, MemRefType):
+                return ("memref argument", value.type)
+            return ("itself", value)
+        op = value.owner
+        assert isinstance(op, Operation)
+        if op.regions or op.successors or depth >= _CONE_DEPTH:
+            return ("itself", value)
+        assert isinstance(value, OpResult)
+        operands = tuple([self._outer(v, depth + 1) for v in op.operands])
+        return (
+            type(op),
+            value.index,
+            operands,
+            tuple([r.type for r in op.results]),
+            tuple(op.properties.items()),
+            tuple(op.attributes.items()),
+        )
+
+
+def _unread(op: Operation) -> bool:
+    """Whether no proof reads what `op` makes: results, floats and vectors only (lanes
+    are never lifted), and no regions. Ops of no result stay: a counted while's bounds
+    are read from its terminators."""
+    if op.regions or op.successors or not op.results:
+        return False
+    return all(isinstance(r.type, AnyFloat | VectorType) for r in op.results)
 
 
 def _next_atom(expr: Affine, opaque: frozenset[Atom]) -> tuple[Atom, int] | None:

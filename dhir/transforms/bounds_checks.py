@@ -28,7 +28,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.arg_origins import ArgOrigins, access_note
-from dhir.analysis.proven_bounds import InBounds
+from dhir.analysis.proven_bounds import InBounds, shared_decisions
 from dhir.dialects import affine, memref
 from dhir.dialects.access import memref_position
 from dhir.dialects.gpu import DEVICE_CODE
@@ -59,11 +59,10 @@ class BoundsChecksPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         proof = InBounds(op)
         # Decided first, on the module as it is: the checks add ops the lifter would read.
-        pending = [
-            (access, dims)
-            for access in find_outside(op, (*_SCALAR, *_AFFINE), DEVICE_CODE)
-            if (dims := undecided_dims(access, proof))
-        ]
+        # A nest that generated tasks repeat is proven once.
+        accesses = find_outside(op, (*_SCALAR, *_AFFINE), DEVICE_CODE)
+        found = shared_decisions(accesses, lambda access: undecided_dims(access, proof))
+        pending = [(access, dims) for access, dims in zip(accesses, found) if dims]
         origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for access, dims in pending:
             if isinstance(access, _AFFINE):

@@ -56,7 +56,7 @@ from xdsl.passes import ModulePass
 
 from dhir.analysis.arg_origins import ArgOrigins, access_note
 from dhir.analysis.lift import Lifted
-from dhir.analysis.proven_bounds import InBounds
+from dhir.analysis.proven_bounds import InBounds, shared_decisions
 from dhir.dialects import affine, arith, cf, func, memref, scf, vector
 from dhir.dialects.gpu import in_device_code
 from dhir.ir.diagnostics import loc_of
@@ -101,10 +101,12 @@ class VectorChecksPass(ModulePass):
         found_ops = [
             found
             for found in find_ops(op, (*_CHECKED, *_AFFINE))
-            if not in_device_code(found)
-            and not _under_mask(found)
-            and not (self.undecided and vector_proven(found, proof))
+            if not in_device_code(found) and not _under_mask(found)
         ]
+        if self.undecided:
+            # A nest that generated tasks repeat is proven once.
+            proven = shared_decisions(found_ops, lambda found: vector_proven(found, proof))
+            found_ops = [found for found, done in zip(found_ops, proven) if not done]
         origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for found in found_ops:
             if isinstance(found, _AFFINE):

@@ -586,3 +586,106 @@ func.func @main(%a: memref<8x?xf64>) {
     stores = [op for op in module.walk() if isinstance(op, memref.StoreOp)]
     assert [undecided_dims(store, proof) for store in stores] == [[1], [1], [0, 1], [0, 1]]
     assert asked == [1, 1, 1, 1]  # the dynamic dimension only
+
+
+# Two private functions alike up to the memref they take, each nest ending at its own
+# argument, which its call sets; and two nests of main alike up to the memref they store.
+def _nests(first: int, second: int) -> str:
+    return f"""
+func.func private @f(%a: memref<16xf64>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = arith.constant 1.0 : f64
+  scf.for %i = %c0 to %n step %c1 {{
+    memref.store %x, %a[%i] : memref<16xf64>
+  }}
+  return
+}}
+func.func private @g(%b: memref<16xf64>, %n: index) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %x = arith.constant 1.0 : f64
+  scf.for %i = %c0 to %n step %c1 {{
+    memref.store %x, %b[%i] : memref<16xf64>
+  }}
+  return
+}}
+func.func @main(%a: memref<16xf64>, %b: memref<16xf64>) {{
+  %n = arith.constant {first} : index
+  %m = arith.constant {second} : index
+  func.call @f(%a, %n) : (memref<16xf64>, index) -> ()
+  func.call @g(%b, %m) : (memref<16xf64>, index) -> ()
+  scf.for %i = %n to %m step %n {{
+    %x = arith.constant 2.0 : f64
+    memref.store %x, %a[%i] : memref<16xf64>
+  }}
+  scf.for %i = %n to %m step %n {{
+    %x = arith.constant 2.0 : f64
+    memref.store %x, %b[%i] : memref<16xf64>
+  }}
+  return
+}}
+"""
+
+
+# Nests alike but for the value they add to the counter: p - q of two calls' results
+# (unknown), or p - p (0), then p - q again.
+SHARED_LEAF = """
+func.func private @h() -> index
+func.func @main(%a: memref<16xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %x = arith.constant 1.0 : f64
+  %p = func.call @h() : () -> index
+  %q = func.call @h() : () -> index
+  %d = arith.subi %p, %q : index
+  %e = arith.subi %p, %p : index
+  scf.for %i = %c0 to %c8 step %c1 {
+    %j = arith.addi %i, %d : index
+    memref.store %x, %a[%j] : memref<16xf64>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %j = arith.addi %i, %e : index
+    memref.store %x, %a[%j] : memref<16xf64>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %j = arith.addi %i, %d : index
+    memref.store %x, %a[%j] : memref<16xf64>
+  }
+  return
+}
+"""
+
+
+def _decisions(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[bool], int]:
+    """Whether dhir-bounds-checks checks each store, and how many stores the proof was
+    asked about."""
+    module = parse_module(text)
+    asked: list[object] = []
+    decide = undecided_dims
+    monkeypatch.setattr(
+        "dhir.transforms.bounds_checks.undecided_dims",
+        lambda op, proof: asked.append(op) or decide(op, proof),  # pyright: ignore[reportUnknownLambdaType]
+    )
+    BoundsChecksPass().apply(None, module)  # pyright: ignore[reportArgumentType]
+    stores = [op for op in module.walk() if isinstance(op, memref.StoreOp)]
+    checked = [s.prev_op is not None and s.prev_op.name == "cf.assert" for s in stores]
+    return checked, len(asked)
+
+
+def test_a_nest_repeated_with_other_memrefs_is_proven_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # main's two nests (8, 16, 24 in 16 elements) differ only in their memref: one proof.
+    # The functions' nests end at their own argument, bounded by their calls: each is
+    # proven on its own (8 is inside, 32 is not).
+    assert _decisions(_nests(8, 32), monkeypatch) == ([False, True, True, True], 3)
+
+
+def test_nests_alike_but_for_what_they_share_are_proven_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # p - q and p - p are made by ops alike: only which values they take tells them
+    # apart. The third nest is the first again.
+    assert _decisions(SHARED_LEAF, monkeypatch) == ([True, False, True], 2)
