@@ -121,8 +121,9 @@ class CastChecksPass(ModulePass):
 
     A reinterpret_cast is checked where its buffer is an allocation or a whole argument
     (its size known at run time); a memref.view, against its source; an expand_shape of
-    run-time sizes, against its source's sizes. With `undecided`, only those not proven
-    inside, and the subviews not proven inside their source."""
+    run-time sizes, against its source's sizes; subviews not proven inside their source,
+    and memref.casts to a layout their source's type leaves dynamic, in both modes. With
+    `undecided`, only the casts and views not proven inside."""
 
     name = "dhir-cast-checks"
 
@@ -133,10 +134,11 @@ class CastChecksPass(ModulePass):
         reach = CastReach(op)
         proof = InBounds(op)
         # All decided first, on the module as it is: the checks add ops the lifter would read.
-        subviews = _undecided_subviews(op, proof) if self.undecided else []
-        # MLIR checks these under "all"; with none, a view cast to a size or layout it
-        # has not was read by the type's, with exit status 0.
-        memref_casts = _undecided_casts(op) if self.undecided else []
+        # In both modes: MLIR checks subviews and casts under "all" too, but its words
+        # hold no number; with no check, a view cast to a size or layout it has not was
+        # read by the type's, with exit status 0.
+        subviews = _undecided_subviews(op, proof)
+        memref_casts = _undecided_casts(op)
         host = [c for c in find_ops(op, memref.ReinterpretCastOp) if not in_device_code(c)]
         buffers = [(cast, _buffer(cast.source, reach)) for cast in host]
         casts = [

@@ -688,13 +688,15 @@ CAST_OFFSET = SUBVIEW.replace(
         ),
     ],
 )
+@pytest.mark.parametrize("checks", [False, True])
 def test_a_failed_view_check_says_the_numbers_it_found(
-    tmp_path: Path, text: str, n: int, line: int, said: str
+    tmp_path: Path, text: str, n: int, line: int, said: str, checks: bool
 ) -> None:
-    """By default (dhir's checks, not MLIR's): MLIR's words alone said no number."""
+    """By default and under --runtime-checks (dhir's checks, before MLIR's): MLIR's
+    words alone said no number ("subview runs out-of-bounds along dimension 0")."""
     program = write(tmp_path, text)
     with pytest.raises(DhirError) as caught:
-        dhir.run(program, np.zeros(8, np.float32), np.int64(n))
+        dhir.run(program, np.zeros(8, np.float32), np.int64(n), runtime_checks=checks)
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.loc == SourceLoc(str(program), line, 12)
     assert said in diagnostic.message
