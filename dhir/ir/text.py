@@ -543,6 +543,10 @@ def through_mlir_opt(
             text=True,
             check=False,
         )
+    except FileNotFoundError:
+        where = "" if os.sep in mlir_opt else " on PATH"
+        missing = f"{mlir_opt} not found{where}, and dhir runs it to {what}; {llvm_hint()}"
+        raise DhirError([Diagnostic(missing)]) from None
     except OSError as error:
         cannot = f"cannot run {mlir_opt} to {what}: {error}; {llvm_hint(reinstall=True)}"
         raise DhirError([Diagnostic(cannot)]) from None

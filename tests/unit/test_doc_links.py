@@ -114,7 +114,8 @@ def _setup_script() -> str:
 
 def test_every_llvm_error_says_to_install_it_one_way(tmp_path: Path) -> None:
     """Before: mlir-opt that would not run to map GPU loops said `apt-get install
-    mlir-22-tools` (one package of four), to bufferize an entry nothing at all."""
+    mlir-22-tools` (one package of four), to bufferize an entry nothing at all; one that
+    is not there (`dhir-gpu-kernels{mlir_opt=nonexistent}`) said to reinstall it."""
     from dhir import parse_string
     from dhir.ir.diagnostics import DhirError
     from dhir.ir.text import through_mlir_opt
@@ -125,6 +126,15 @@ def test_every_llvm_error_says_to_install_it_one_way(tmp_path: Path) -> None:
     assert f"`sudo apt-get install --reinstall {APT_PACKAGES}`" in hint
     assert "`bash scripts/setup.sh`" in hint
     module = parse_string("func.func @f() {\n  return\n}\n", "p.mlir")
+    with pytest.raises(DhirError) as raised:
+        through_mlir_opt(module, str(gone), "builtin.module()", what="bufferize", failed="x")
+    assert str(raised.value).endswith(
+        f"{gone} not found, and dhir runs it to bufferize; {llvm_hint()}"
+    )
+    with pytest.raises(DhirError) as raised:
+        through_mlir_opt(module, "nonexistent", "builtin.module()", what="bufferize", failed="x")
+    assert "error: nonexistent not found on PATH, and dhir runs it" in str(raised.value)
+    gone.write_text("")  # there, but no program
     with pytest.raises(DhirError) as raised:
         through_mlir_opt(module, str(gone), "builtin.module()", what="bufferize", failed="x")
     assert str(raised.value).endswith(f"; {hint}")
