@@ -33,6 +33,7 @@ from dhir.cli.expected_diagnostics import expectations, mismatches
 from dhir.cli.parser import Parser
 from dhir.cli.pass_timing import PassTiming
 from dhir.context import all_dialects
+from dhir.dialects.mlir22_gaps import NO_SUCH_OP
 from dhir.ir.diagnostics import (
     DhirError,
     Diagnostic,
@@ -219,7 +220,11 @@ class DhirOptMain(xDSLOptMain):
         ctx = self.ctx.clone()
         verify = not self.args.disable_verify
         with self._phase("parse"):
-            module = parse_string(chunk, name, ctx=ctx, verify=verify, line_offset=offset)
+            try:
+                module = parse_string(chunk, name, ctx=ctx, verify=verify, line_offset=offset)
+            except DhirError as error:
+                _hint_unregistered(error, self.ctx)
+                raise
         if self.pipeline.passes:
             try:
                 run_pipeline(module, self.pipeline, ctx=ctx)
@@ -234,6 +239,25 @@ class DhirOptMain(xDSLOptMain):
         target = cast(Callable[[], type[DhirText]], self.available_targets["mlir"])()
         target(self.args.print_op_generic, self.args.print_debuginfo).emit(self.ctx, module, output)
         return output.getvalue()
+
+
+# dhir's words for an op of no dialect it knows (dhir.dialects.mlir22_gaps).
+_NO_SUCH_OP = re.compile(rf"unknown op '(\w+)\.[^']*': {NO_SUCH_OP}")
+
+
+def _hint_unregistered(error: DhirError, ctx: Context) -> None:
+    """Where `error` names an op of a dialect `ctx` does not know, a note saying how
+    dhir-opt reads it anyway, as mlir-opt's error does."""
+    known = set(ctx.registered_dialect_names)
+    for diagnostic in error.diagnostics:
+        found = _NO_SUCH_OP.match(diagnostic.message)
+        if found is None or found.group(1) in known:
+            continue
+        note = (
+            f"dhir-opt knows no dialect '{found.group(1)}'; with --allow-unregistered-dialect "
+            "it reads the dialect's ops as ops that no pass looks into"
+        )
+        diagnostic.notes.append(Diagnostic(note, severity="note"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -77,4 +77,8 @@ def unknown_op_message(name: str, known: Iterable[str]) -> str:
     hint = f"; did you mean '{close[0]}'?" if close else ""
     if name.split(".")[0] in SURVEYED:
         return f"unknown op '{name}': neither MLIR 22 nor dhir has an op of this name{hint}"
-    return f"unknown op '{name}': dhir reads no op of this name{hint}"
+    return f"unknown op '{name}': {NO_SUCH_OP}{hint}"
+
+
+# What an unknown op of a dialect MLIR 22 lacks is told (dhir-opt adds its flag for them).
+NO_SUCH_OP = "dhir reads no op of this name"

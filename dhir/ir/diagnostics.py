@@ -41,10 +41,19 @@ _REFUSED_TYPE = re.compile(
 )
 
 
+# xDSL's words for an attribute other than the one the op's definition fixes (an
+# `array<i32: 0>` where vector.extract takes `array<i64: 0>`), which name neither.
+_OTHER_ATTRIBUTE = re.compile(r"Expected attribute (.+) but got (.+)")
+_NUMBER_TYPE = re.compile(r"[isu]?i\d+|f\d+|bf16|tf32|index")
+
+
 def refused_type_message(op_name: str, message: str, other_op: str | None = None) -> str:
     """`message`, xDSL's for an op given a type it does not take ("Unexpected attribute
     f32"), in the user's terms: the op, the type, what to check; `other_op`: an op that
     takes that type, to suggest. Any other message is returned as it is."""
+    other = _OTHER_ATTRIBUTE.fullmatch(message.strip())
+    if other is not None:
+        return _other_attribute(op_name, *other.groups())
     match = _REFUSED_TYPE.fullmatch(message.strip())
     if match is None:
         return message
@@ -55,6 +64,17 @@ def refused_type_message(op_name: str, message: str, other_op: str | None = None
         f"'{op_name}' does not take {type_text}{where}; check the types written after ':' "
         f"against the op's definition{hint}"
     )
+
+
+def _other_attribute(op_name: str, wanted: str, got: str) -> str:
+    """What to write in `op_name`, given `got` where it takes `wanted`."""
+    said = f"'{op_name}' takes {wanted} in an attribute where this one has {got}"
+    if _NUMBER_TYPE.fullmatch(wanted) and _NUMBER_TYPE.fullmatch(got):
+        return (
+            f"{said}: write its numbers as {wanted} (`array<{wanted}: ...>`, "
+            f"`N : {wanted}`) in the op's properties or attributes"
+        )
+    return f"{said}: write {wanted} there"
 
 
 @dataclass(frozen=True)

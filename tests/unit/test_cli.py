@@ -200,6 +200,33 @@ def test_an_op_given_a_type_it_does_not_take_says_which(op: str, words: str) -> 
     assert "Unexpected attribute" not in message
 
 
+def test_an_attribute_of_another_type_says_what_to_write() -> None:
+    """xDSL said only "Expected attribute i64 but got i32", at the op."""
+    op = '"vector.extract"(%v) <{static_position = array<i32: 0>}> : (vector<4xf32>) -> f32'
+    text = f"func.func @f(%v: vector<4xf32>) {{\n  %x = {op}\n  return\n}}\n"
+    with pytest.raises(DhirError) as caught:
+        parse_string(text)
+    message = str(caught.value)
+    assert "<string>:2:8: error: 'vector.extract' takes i64 in an attribute where this one" in (
+        message
+    )
+    assert "write its numbers as i64 (`array<i64: ...>`, `N : i64`)" in message
+
+
+@pytest.mark.parametrize(("name", "noted"), [("foo.bar", True), ("arith.foo", False)])
+def test_dhir_opt_says_how_to_read_an_op_of_a_dialect_it_does_not_know(
+    name: str, noted: bool
+) -> None:
+    """mlir-opt's error names its --allow-unregistered-dialect; dhir-opt's did not.
+    An op dhir-opt's own dialects lack gets no such note: the flag would not read it."""
+    text = f'func.func @f() {{\n  "{name}"() : () -> ()\n  return\n}}\n'
+    result = dhir_opt("-", stdin=text)
+    assert result.returncode == 1
+    note = "note: dhir-opt knows no dialect 'foo'; with --allow-unregistered-dialect it reads"
+    assert (note in result.stderr) == noted
+    assert dhir_opt("-", "--allow-unregistered-dialect", stdin=text).returncode == 0
+
+
 def test_a_type_refused_names_the_arith_op_that_takes_it() -> None:
     text = "func.func @f(%f: f32) {\n  %x = arith.addi %f, %f : f32\n  return\n}\n"
     with pytest.raises(DhirError, match="for f32, arith.addf"):
