@@ -10,7 +10,9 @@ makes the loop one with an effect: no pass erases it, and LLVM, which takes no l
 dhir's for one that surely ends (its functions are not `mustprogress`), keeps it too. The
 asm emits no instruction. Loops that surely end (counted ones, dhir.analysis.
 counted_whiles) and loops that store, copy, update atomically or call are left alone:
-those are not erased. Device code is left alone too (its lowering is not checked here).
+those are not erased. Device code gets its asm from dhir-gpu-kernels (keep_endless),
+before the canonicalization of its mapping pipeline: that erased a kernel's loop, and a
+kernel that would never end returned with outputs the program never computes.
 """
 
 from dataclasses import dataclass
@@ -39,13 +41,21 @@ class EndlessLoopsPass(ModulePass):
     name = "dhir-endless-loops"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for loop in find_ops(op, scf.WhileOp):
-            if in_device_code(loop) or counted_step(loop) is not None or _has_effect(loop):
-                continue
-            block = loop.before_region.block
-            first = block.first_op
-            assert first is not None  # scf.condition ends it
-            block.insert_op_before(_barrier(), first)
+        keep_endless(op, device=False)
+
+
+def keep_endless(root: Operation, device: bool = True) -> None:
+    """The `scf.while` loops in `root` (with `device` False, outside device code) that
+    may never end and write nothing, each with an empty side effect at its head."""
+    for loop in find_ops(root, scf.WhileOp):
+        if not device and in_device_code(loop):
+            continue
+        if counted_step(loop) is not None or _has_effect(loop):
+            continue
+        block = loop.before_region.block
+        first = block.first_op
+        assert first is not None  # scf.condition ends it
+        block.insert_op_before(_barrier(), first)
 
 
 def _barrier() -> Operation:

@@ -39,6 +39,7 @@ from dhir.ir.text import through_mlir_opt
 from dhir.ir.walk import enclosing
 from dhir.machine.detect import default_chip
 from dhir.targets import UnknownArchError, ptx_feature
+from dhir.transforms.endless_loops import keep_endless
 from dhir.transforms.gpu_rows import task_rows
 
 # Threads per block along each mapped dimension, by loop depth; the first dimension is the
@@ -80,6 +81,10 @@ class GpuKernelsPass(ModulePass):
         for task in loops:
             # The kernels' accesses are not analysed: dhir-gpu-data reads these instead.
             set_rows(task, task_rows(task), GPU_ROWS_ATTR)
+        for task in tasks:
+            # Before mlir-opt's canonicalize (here, or the build's), which erased a loop
+            # that writes nothing, ending or not.
+            keep_endless(task)
         if loops:
             _map_loops(loops, labels, self.mlir_opt)
         for number, task in enumerate(tasks):

@@ -69,3 +69,58 @@ def test_a_loop_that_never_ends_never_finishes(backend: str) -> None:
 def test_a_loop_that_ends_still_finishes(backend: str) -> None:
     (a,) = _run(ENDING, backend)
     assert a.tolist() == [0, 1, 2, 3]
+
+
+# The loop of ENDLESS in a GPU task's parallel loop, and in an explicit gpu.launch.
+_LOOP = """
+        %r = scf.while (%x = %zero) : (i32) -> i32 {
+          %go = arith.cmpi sge, %x, %zero : i32
+          scf.condition(%go) %x : i32
+        } do {
+        ^bb0(%y: i32):
+          %m = arith.andi %y, %zero : i32
+          scf.yield %m : i32
+        }
+        memref.store %zero, %a[%i] : memref<4xi32>"""
+ON_GPU = f"""
+func.func @main(%a: memref<4xi32>) {{
+  dhir.schedule %a {{
+    %gpu = dhir.target {{kind = "gpu"}}
+    %t = dhir.task %gpu, %a {{
+      %zero = arith.constant 0 : i32
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      scf.parallel (%i) = (%c0) to (%c4) step (%c1) {{{_LOOP}
+        scf.reduce
+      }}
+    }}
+    %u = dhir.task %gpu, %a {{
+      %zero = arith.constant 0 : i32
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+                 threads(%i, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {{{_LOOP}
+        gpu.terminator
+      }}
+    }}
+  }}
+  return
+}}
+"""
+
+
+@needs_llvm
+def test_a_gpu_kernels_loop_that_may_never_end_is_kept() -> None:
+    """dhir-gpu-kernels' mapping pipeline canonicalized the loop away: the kernel's PTX
+    stored and returned, where the sequential program never ends."""
+    from dhir.api import run_pipeline
+    from dhir.dialects import gpu, llvm, scf
+
+    module = dhir.parse_string(ON_GPU, "prog.mlir")
+    run_pipeline(module, "dhir-gpu-kernels")
+    launches = [op for op in module.walk() if isinstance(op, gpu.LaunchOp)]
+    assert len(launches) == 2
+    for launch in launches:
+        (loop,) = [op for op in launch.walk() if isinstance(op, scf.WhileOp)]
+        assert isinstance(loop.before_region.block.first_op, llvm.InlineAsmOp)
