@@ -11,7 +11,8 @@ nothing) and @cond (writes row i whole where i < lim, else updates one element; 
 from a loop over rows). @sweep and @poke may be the user's C code (LINKED_C, `--link`).
 A task calls one of them on views it makes (or on views made before its schedule), or is
 a loop of its own (an `scf.parallel` that dhir-split may cut, or an `scf.for`). Schedules (1-3, one after another, in a time
-loop or not) have host code between them that calls the functions too. `plain` writes
+loop or not) have host code between them that calls the functions too; one of them may
+run only where an element of a grid is not negative. `plain` writes
 the same program without schedules: CodeDrop makes the tasks. The values start as
 multiples of 1/4 and are scaled by multiples of 1/16: few ops round, so that fast-math
 modes may be compared with the interpreter too.
@@ -53,6 +54,9 @@ class Program:
     phases: tuple[tuple[str, tuple[Call, ...]], ...]  # ("task", calls) | ("host", calls)
     steps: int = 0  # a time loop of this many steps around the phases (0: none)
     linked: bool = False  # @sweep and @poke are the user's C code (LINKED_C, `--link`)
+    # (phase, grid, element): that phase runs only where the grid's element (row-major)
+    # is not negative, an scf.if of host code
+    guard: tuple[int, int, int] | None = None
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
@@ -77,12 +81,14 @@ class _Writer:
         args = ", ".join(f"%A{k}: {self.grid}" for k in range(p.grids))
         lines = [*self.functions(), f"func.func @main({args}) {{"]
         body: list[str] = []
-        for kind, calls in p.phases:
+        for n, (kind, calls) in enumerate(p.phases):
+            phase: list[str] = []
             if kind == "task" and not self.plain:
-                body += self.schedule(calls)
+                phase += self.schedule(calls)
             else:
                 for call in calls:
-                    body += self.call(call)
+                    phase += self.call(call)
+            body += self.guarded(n, phase)
         if p.steps:
             lines += [
                 "  %tl0 = arith.constant 0 : index",
@@ -96,6 +102,24 @@ class _Writer:
             lines += ["  " + line for line in body]
         lines += ["  return", "}", ""]
         return "\n".join(lines)
+
+    def guarded(self, n: int, phase: list[str]) -> list[str]:
+        """`phase` (the n-th), in an scf.if where the program's guard names it."""
+        if self.p.guard is None or self.p.guard[0] != n:
+            return phase
+        _, grid, at = self.p.guard
+        row, col = divmod(at, self.p.width)
+        g = self.fresh("g")
+        return [
+            f"{g}_r = arith.constant {row} : index",
+            f"{g}_c = arith.constant {col} : index",
+            f"{g}_v = memref.load %A{grid}[{g}_r, {g}_c] : {self.grid}",
+            f"{g}_z = arith.constant 0.0 : f64",
+            f"{g}_go = arith.cmpf oge, {g}_v, {g}_z : f64",
+            f"scf.if {g}_go {{",
+            *("  " + line for line in phase),
+            "}",
+        ]
 
     def functions(self) -> list[str]:
         g = self.grid
@@ -473,7 +497,11 @@ def generate(seed: int, big: bool = False) -> Program:
         if any(not t.outside for t in tasks):
             phases.append(("task", tuple(t for t in tasks if not t.outside)))
     steps = rng.choice((0, 0, 2, 3))
-    return Program(rows, width, grids, tuple(phases), steps, linked=rng.random() < 0.25)
+    linked = rng.random() < 0.25
+    guard = None
+    if rng.random() < 0.3:
+        guard = (rng.randrange(len(phases)), rng.randrange(grids), rng.randrange(rows * width))
+    return Program(rows, width, grids, tuple(phases), steps, linked, guard)
 
 
 # @sweep and @poke as the user's C code: a memref passed as its descriptor's fields.
