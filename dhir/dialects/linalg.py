@@ -697,6 +697,10 @@ class DivOp(ElementwiseOperation):
         block.add_ops([quotient, linalg_ops.YieldOp(quotient)])
         return Region(block)
 
+    def verify_(self) -> None:
+        super().verify_()
+        _check_no_conversion(self)
+
 
 @redefine(properties=_CAST)
 class MatmulOp(linalg_ops.MatmulOp):
@@ -804,6 +808,10 @@ class _Elementwise(ElementwiseOperation):
             return Region()
         return _body(arg_types, lambda block, ops: build(ops, list(block.args)))
 
+    def verify_(self) -> None:
+        super().verify_()
+        _check_no_conversion(self)
+
 
 _LACKS = "xDSL 0.74 lacks this op."
 
@@ -820,6 +828,21 @@ def _elementwise(name: str) -> type[_Elementwise]:
 
 
 _ELEMENTWISE_OPS = [_elementwise(name) for name in _ELEMENTWISE]
+
+
+def _check_no_conversion(op: NamedOperation, conditions: int = 0) -> None:
+    """The elementwise named ops (`linalg.add`, `exp`, `div`, ...) convert no element type:
+    MLIR 22 builds their bodies without casts and stopped the native build at no line
+    (`'linalg.yield' op type of yield operand 1 ('f64') doesn't match the element type of
+    the enclosing linalg.generic op ('f32')`), while the interpreter converted on the
+    store. `conditions`: leading inputs of their own type (`linalg.select`'s i1)."""
+    types = _element_types([*op.inputs[conditions:], *op.outputs])
+    if len(set(types)) > 1:
+        raise VerifyException(
+            f"'{op.name}' op takes elements of one type, got {', '.join(map(str, types))}: "
+            "it converts none, as in MLIR 22; convert first with linalg.copy (which casts) "
+            "or write a linalg.generic"
+        )
 
 
 def _counted(base: type[NamedOperation], inputs: int) -> type[NamedOperation]:
@@ -844,9 +867,15 @@ def _counted(base: type[NamedOperation], inputs: int) -> type[NamedOperation]:
             return Region()  # refused by parse
         return super(counted, cls).get_hidden_region(ins, outs)  # pyright: ignore[reportArgumentType]
 
+    def verify_(self: NamedOperation) -> None:
+        super(counted, self).verify_()  # pyright: ignore[reportArgumentType]
+        if base is not linalg_ops.CopyOp:  # which casts, as MLIR's does
+            _check_no_conversion(self, 1 if base is linalg_ops.SelectOp else 0)
+
     body = {
         "parse": classmethod(parse),
         "get_hidden_region": classmethod(get_hidden_region),
+        "verify_": verify_,
         "__doc__": f"{base.__doc__ or base.name}\n\nxDSL 0.74 reads it with any count of "
         "operands, failing (an IndexError) or building a body that does nothing.",
         "__module__": __name__,
