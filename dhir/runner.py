@@ -3,6 +3,7 @@
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,9 @@ from dhir.ir.diagnostics import DhirError, Diagnostic, UsageError
 from dhir.ir.text import parse_file, parse_string
 from dhir.ir.verifier import verify_module
 from dhir.ir.walk import find_ops
-from dhir.machine.dlti import check_description
+from dhir.machine.dlti import attach, check_description
+from dhir.machine.files import read_system
+from dhir.machine.layout import launch_plan
 from dhir.placement.list_scheduling import DEFAULT_ALGORITHM
 from dhir.toolchain.build import Timing
 from dhir.toolchain.entry import entry_signature
@@ -41,6 +44,7 @@ from dhir.toolchain.shards import is_shard_program, partition, strip
 from dhir.toolchain.signals import ending_cleanly
 from dhir.toolchain.signature import DYNAMIC, INPUT, EntrySignature, clear_outputs, spare_inputs
 from dhir.toolchain.tensors import bufferize, specialise
+from dhir.toolchain.tools import cache_root
 from dhir.toolchain.values import check_given_count, check_inputs, save_outputs, with_results
 from dhir.transforms.annotate_dependences import check_annotations
 from dhir.transforms.codedrop import auto_codedrop
@@ -98,7 +102,7 @@ def run(
     program: str | os.PathLike[str] | ModuleOp,
     *args: object,
     entry: str = "main",
-    ranks: int = DEFAULT_RANKS,  # as `dhir run`'s -n
+    ranks: int | None = None,  # as `dhir run`'s -n: 1, or the count `system` describes
     backend: str = DEFAULT_BACKEND,
     mpi: str = DEFAULT_MPI,
     timeout: float = DEFAULT_TIMEOUT_S,
@@ -118,6 +122,7 @@ def run(
     trace: str | Path | None = None,
     keep_build: str | Path | None = None,
     constraints: str | Path | None = None,
+    system: str | Path | None = None,
 ) -> list[np.ndarray]:
     """Run `entry` of `program` on `args` (NumPy arrays for memrefs, numbers for
     scalars); return one array per argument: the final contents of each memref, a
@@ -147,16 +152,20 @@ def run(
     docs/commands.md, "Seeing a run"). `keep_build` (native): a folder to copy what the
     build made into (lowered MLIR, LLVM IR, the harness, the executable). `constraints`
     (native): a TOML or JSON file of placement constraints, `[[pin]]`, `[[apart]]` and
-    `[[together]]` (docs/commands.md, "Steering placement"). Bad options are refused
-    before any work (see RunOptions), as are, with `backend="interp"`, the native ones it
-    would ignore (`_check_nothing_placed`, `_check_native_only`)."""
+    `[[together]]` (docs/commands.md, "Steering placement"). `system` (native): a machine
+    description, TOML or JSON, that placement and the cost models read and whose ranks
+    the run takes, laid out on its nodes (`dhir run --system`; docs/machine.md); `ranks`,
+    if given, must be their count, and `threads` defaults to its cores per rank. Bad options
+    are refused before any work (see RunOptions), as are, with `backend="interp"`, the
+    native ones it would ignore (`_check_nothing_placed`, `_check_native_only`)."""
     if not isinstance(entry, str):  # None would reach xDSL's symbol lookup as a bare error
         raise DhirError(
             [Diagnostic(f"entry takes a function's name (str), not {type(entry).__name__}")]
         )
     check_backend(backend)
+    description = _path(system, "system")
     options = RunOptions(
-        ranks=ranks,
+        ranks=ranks if ranks is not None else DEFAULT_RANKS,
         mpi=mpi,
         timeout=timeout,
         threads=threads,
@@ -176,11 +185,14 @@ def run(
         constraints=_path(constraints, "constraints"),
     )
     if backend == "interp":  # before `output_dir`'s last results are removed
-        _check_nothing_placed(options, placement is not None)
+        _check_nothing_placed(options, placement is not None, description is not None)
         _check_native_only(options)
     with ending_cleanly(redeliver=True):
+        module = load_program(program)
+        if description is not None:
+            options = _on_system(module, description, ranks, options)
         return run_module(
-            load_program(program),
+            module,
             entry,
             list(args),
             backend,
@@ -259,14 +271,41 @@ def _check_native_only(options: RunOptions) -> None:
             )
 
 
-def _check_nothing_placed(options: RunOptions, placement_given: bool = False) -> None:
+def _on_system(module: ModuleOp, path: Path, ranks: int | None, options: RunOptions) -> RunOptions:
+    """`options` for a run on the machine description at `path`, which is attached to
+    `module` for placement and the cost models, as `dhir run --system` does: its ranks,
+    their hostfile, and its cores per rank unless `threads` was given."""
+    check_description(module)  # the program's own, before the file's replaces it
+    described = read_system(path)
+    count = described.rank_count
+    if ranks is not None and ranks != count:
+        raise DhirError(
+            [
+                Diagnostic(
+                    f"the machine description {path} runs {count} rank{'s' * (count != 1)}, "
+                    f"not ranks={ranks}: a program runs on all of them; leave ranks out, or "
+                    "describe fewer devices"
+                )
+            ]
+        )
+    plan = launch_plan(described, None, options.mpi, cache_root(), str(path))
+    attach(module, plan.system, str(path))
+    threads = options.threads if options.threads is not None else plan.threads
+    return replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)
+
+
+def _check_nothing_placed(
+    options: RunOptions, placement_given: bool = False, system_given: bool = False
+) -> None:
     """Refuse placement options on the interpreter, as `dhir run` does: it would ignore them.
-    `placement_given`: whether the caller named a placement, the default one included."""
+    `placement_given`: whether the caller named a placement, the default one included;
+    `system_given`: whether a machine description was given."""
     placing = [
         name
         for name, given in (
             ("placement", placement_given or options.placement != DEFAULT_ALGORITHM),
             ("costs", options.costs is not None),
+            ("system", system_given),
         )
         if given
     ]

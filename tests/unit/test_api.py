@@ -1,12 +1,13 @@
 """`dhir.run` as a program calls it: what it takes (a parsed module, a path, MLIR text, an
 output folder named by a string) and what it leaves as it was."""
 
+import json
 import os
 import signal
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ from xdsl.passes import ModulePass, PassPipeline
 import dhir
 from dhir import DhirError
 from dhir.dialects import func
+from dhir.machine.detect import detect
+from dhir.machine.files import write_system
 from dhir.toolchain.signals import ending_cleanly
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -74,6 +77,37 @@ def test_an_output_folder_named_by_a_string(tmp_path: Path) -> None:
         [".dhir-results", "arg0.npy", "arg1.npy", "arg2.npy", *named]
     )
     assert np.array_equal(np.load(out / "arg0.npy"), results[0])
+
+
+def _two_rank_description(path: Path) -> Path:
+    local = detect()
+    write_system(local.with_device(replace(local.device("cpu0"), ranks=2)), path)
+    return path
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_run_takes_a_machine_description_and_its_ranks(tmp_path: Path) -> None:
+    """`system=` is `dhir run --system`: dhir.run had no way to give a description."""
+    system = _two_rank_description(tmp_path / "two.toml")
+    profile = tmp_path / "profile.json"
+    results = dhir.run(VECTOR_ADD, *vector_add_inputs(), system=system, profile=profile)
+    oracle = dhir.run(VECTOR_ADD, *vector_add_inputs(), backend="interp")
+    for got, want in zip(results, oracle, strict=True):
+        assert got.tobytes() == want.tobytes()
+    assert json.loads(profile.read_text())["ranks"] == 2  # the description's, not 1
+
+
+def test_a_machine_description_of_other_ranks_or_for_the_interpreter_is_refused(
+    tmp_path: Path,
+) -> None:
+    system = _two_rank_description(tmp_path / "two.toml")
+    with pytest.raises(DhirError, match=r"two.toml runs 2 ranks, not ranks=3: a program runs"):
+        dhir.run(VECTOR_ADD, *vector_add_inputs(), system=str(system), ranks=3)
+    with pytest.raises(DhirError, match="the interpreter places no task .*: system needs"):
+        dhir.run(VECTOR_ADD, *vector_add_inputs(), system=system, backend="interp")
+    with pytest.raises(DhirError, match="system takes a path .*, not int"):
+        dhir.run(VECTOR_ADD, *vector_add_inputs(), system=2)
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=pytest.mark.mlir)])
