@@ -17,7 +17,9 @@ the run fails with `file:line:col: error: a runtime check failed: out-of-bounds 
 index 9 of dimension 0, whose size is 8`. The check runs after the OpenMP passes: its call
 writes only its line, and must not make a parallel loop sequential. `affine.load` and
 `affine.store` that need a check become the `memref.load` and `store` --lower-affine
-would make. Device code is left alone: it cannot print.
+would make. A `memref.dim` whose index is not a constant below its memref's rank checks
+that it is (MLIR 22 takes a larger one as undefined: native code returned a number, exit
+status 0, where the interpreter stopped). Device code is left alone: it cannot print.
 """
 
 from dataclasses import dataclass
@@ -63,6 +65,13 @@ class BoundsChecksPass(ModulePass):
         accesses = find_outside(op, (*_SCALAR, *_AFFINE), DEVICE_CODE)
         found = shared_decisions(accesses, lambda access: undecided_dims(access, proof))
         pending = [(access, dims) for access, dims in zip(accesses, found) if dims]
+        dimensions = [
+            dim
+            for dim in find_outside(op, memref.DimOp, DEVICE_CODE)
+            if not _dimension_in_range(dim)
+        ]
+        for dim in dimensions:
+            _check_dimension(dim)
         origins = ArgOrigins(op, named_entry(self.name, op, self.entry))
         for access, dims in pending:
             if isinstance(access, _AFFINE):
@@ -99,6 +108,24 @@ def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
         if not inside:
             undecided.append(d)
     return undecided
+
+
+def _dimension_in_range(op: memref.DimOp) -> bool:
+    """Whether `op` surely asks for a dimension its memref has: a constant below its rank
+    (an unranked memref's rank is left to MLIR's checks)."""
+    kind = op.source.type
+    if not isinstance(kind, MemRefType):
+        return True
+    number = int_constant(op.index)
+    return number is not None and 0 <= number < kind.get_num_dims()
+
+
+def _check_dimension(op: memref.DimOp) -> None:
+    kind = op.source.type
+    assert isinstance(kind, MemRefType)
+    rank = kind.get_num_dims()
+    check = CheckBuilder(op, f"'memref.dim' asks for a dimension a rank-{rank} memref lacks")
+    check.assert_(check.cmp(op.index, check.index(rank), "ult"))
 
 
 def _named(origins: ArgOrigins, op: Operation, dims: list[int]) -> str:

@@ -296,6 +296,37 @@ def test_an_input_dependent_access_out_of_bounds_stops_the_run(
     )
 
 
+# The size of the dimension an argument names (line 3): MLIR 22 takes one past the rank
+# as undefined, and native code returned a number (exit status 0) where the interpreter
+# stopped at the op.
+DIM_OF_ARGUMENT = """\
+func.func @main(%a: memref<4x5xf32>, %k: index) {
+  %c0 = arith.constant 0 : index
+  %d = memref.dim %a, %k : memref<4x5xf32>
+  %x = arith.index_cast %d : index to i32
+  %f = arith.sitofp %x : i32 to f32
+  memref.store %f, %a[%c0, %c0] : memref<4x5xf32>
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_dimension_past_the_rank_stops_the_run() -> None:
+    a = np.zeros((4, 5), np.float32)
+    assert dhir.run(DIM_OF_ARGUMENT, a, 1)[0][0, 0] == 5
+    for k in (2, -1):
+        with pytest.raises(DhirError) as error:
+            dhir.run(DIM_OF_ARGUMENT, a, k)
+        assert str(error.value).startswith(
+            "<string>:3:8: error: a runtime check failed: 'memref.dim' asks for a dimension "
+            "a rank-2 memref lacks"
+        )
+    with pytest.raises(DhirError, match=r"<string>:3:8: .*dimension 2 of a rank-2 memref"):
+        dhir.run(DIM_OF_ARGUMENT, a, 2, backend="interp")
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_a_plain_program_s_store_out_of_bounds_stops_the_run(tmp_path: Path) -> None:
