@@ -5,7 +5,7 @@
 // RUN: dhir-opt %s -p 'dhir-gpu-data{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s
 
 // CHECK-LABEL: func.func private @main.schedule0.part0
-// Rank 1 runs the GPU task: device copy in, kernel, copy out, then the send.
+// Rank 1 runs the GPU task: device copy in, kernel, copy out, then the send and its wait.
 // CHECK:         scf.if %on1 {
 // CHECK:           func.call @dhir_rt_gpu_task
 // CHECK-NEXT:      gpu.memcpy %a_dev1, %a : memref<8xf64>, memref<8xf64>
@@ -15,6 +15,8 @@
 // CHECK-NEXT:      arith.constant 0 : i64
 // CHECK-NEXT:      memref.extract_aligned_pointer_as_index %b : memref<8xf64>
 // CHECK:           func.call @dhir_rt_isend
+// Its wait joins its branch (past rank 0's, whose ops rank 1 never runs).
+// CHECK:           func.call @dhir_rt_wait
 // CHECK-NEXT:    }
 // Rank 0 receives into its host copy and runs the CPU task.
 // CHECK-NEXT:    scf.if %on0 {

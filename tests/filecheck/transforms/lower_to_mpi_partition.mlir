@@ -7,15 +7,17 @@
 // RUN: dhir-opt %s -p 'dhir-place{ranks=2},dhir-lower-to-mpi{ranks=2}' | filecheck %s --check-prefix=WHOLE
 
 // CHECK: func.func @main(%a: memref<8x4xf64>, %b: memref<8x4xf64>) attributes {dhir.bands = {"0" = [array<i64: 0, 3>, array<i64: 2, 6>], "1" = [array<i64>, array<i64>]}, dhir.whole = {}}
+// Rank 0's copies join the guard of its write (rank 1's guard comes after: the ranks
+// run their own guards' ops only, so the order between them does not matter).
 // CHECK:      scf.if %on0 {
 // CHECK:        func.call @dhir_rt_write_part(%0, %{{.*}}, %{{.*}}, %{{.*}}
-// CHECK:      scf.if %on1 {
-// CHECK:        func.call @dhir_rt_write_part(%0, %{{.*}}, %{{.*}}, %{{.*}}
-// CHECK:      scf.if %on0 {
-// CHECK:        %[[AT:.*]] = arith.constant 192 : i64
+// CHECK-NEXT:   %[[AT:.*]] = arith.constant 192 : i64
 // CHECK-NEXT:   %[[LENGTH:.*]] = arith.constant 64 : i64
 // CHECK:        func.call @dhir_rt_copy_part(%0, %[[AT]], %[[LENGTH]],
 // CHECK:        func.call @dhir_rt_copy_part(%1,
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if %on1 {
+// CHECK:        func.call @dhir_rt_write_part(%0, %{{.*}}, %{{.*}}, %{{.*}}
 // CHECK:      func.return
 // CHECK:      func.call @dhir_rt_recv(
 // CHECK-NOT:  dhir_rt_gatherv

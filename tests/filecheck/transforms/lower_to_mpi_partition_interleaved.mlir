@@ -1,7 +1,7 @@
 // Rows interleaved over the ranks (row k on rank k mod 3) reach the result file as one
 // strided write per rank, not one per row: rank 0 rows 0, 3, 6 (3 runs of 32 bytes, 96
 // apart), rank 1 rows 1, 4 and rank 2 rows 2, 5 (2 runs each); row 7, which no task
-// writes, is one copy from the input.
+// writes, is one copy from the input, in rank 0's guard.
 // RUN: dhir-opt %s -p 'dhir-place{ranks=3},dhir-lower-to-mpi{ranks=3 partition=true}' | filecheck %s
 
 // CHECK:      scf.if %on0 {
@@ -12,7 +12,12 @@
 // CHECK-NEXT:   %[[COUNT2:.*]] = arith.constant 1 : i64
 // CHECK-NEXT:   %[[STRIDE2:.*]] = arith.constant 0 : i64
 // CHECK-NEXT:   func.call @dhir_rt_write_part(%0, %{{.*}}, %[[AT]], %[[LENGTH]], %[[COUNT]], %[[STRIDE]], %[[COUNT2]], %[[STRIDE2]])
-// CHECK-NOT:    dhir_rt_write_part
+// Rank 0's copy joins the guard of its write.
+// CHECK-NEXT:   %[[CAT:.*]] = arith.constant 224 : i64
+// CHECK-NEXT:   %[[CLENGTH:.*]] = arith.constant 32 : i64
+// CHECK:        func.call @dhir_rt_copy_part(%0, %[[CAT]], %[[CLENGTH]],
+// CHECK-NEXT: }
+// CHECK-NOT:    dhir_rt_copy_part
 // CHECK:      scf.if %on1 {
 // CHECK:        %[[AT1:.*]] = arith.constant 32 : i64
 // CHECK-NEXT:   %{{.*}} = arith.constant 32 : i64
@@ -27,10 +32,6 @@
 // CHECK-NEXT:   %[[STRIDE2:.*]] = arith.constant 96 : i64
 // CHECK:        func.call @dhir_rt_write_part(%0, %{{.*}}, %[[AT2]], %{{.*}}, %[[COUNT2]], %[[STRIDE2]],
 // CHECK-NOT:    dhir_rt_write_part
-// CHECK:      scf.if %on0 {
-// CHECK:        %[[CAT:.*]] = arith.constant 224 : i64
-// CHECK-NEXT:   %[[CLENGTH:.*]] = arith.constant 32 : i64
-// CHECK:        func.call @dhir_rt_copy_part(%0, %[[CAT]], %[[CLENGTH]],
 // CHECK-NOT:    dhir_rt_copy_part
 // CHECK:      func.return
 
