@@ -17,9 +17,10 @@ the run fails with `file:line:col: error: a runtime check failed: out-of-bounds 
 index 9 of dimension 0, whose size is 8`. The check runs after the OpenMP passes: its call
 writes only its line, and must not make a parallel loop sequential. `affine.load` and
 `affine.store` that need a check become the `memref.load` and `store` --lower-affine
-would make. A `memref.dim` whose index is not a constant below its memref's rank checks
-that it is (MLIR 22 takes a larger one as undefined: native code returned a number, exit
-status 0, where the interpreter stopped). Device code is left alone: it cannot print.
+would make. A `memref.dim` whose index is not a constant below its memref's rank (any
+of an unranked memref, whose rank is read as it runs) checks that it is (MLIR 22 takes a
+larger one as undefined: native code returned a number, exit status 0, where the
+interpreter stopped). Device code is left alone: it cannot print.
 """
 
 from dataclasses import dataclass
@@ -112,20 +113,25 @@ def undecided_dims(op: Operation, proof: InBounds) -> list[int]:
 
 def _dimension_in_range(op: memref.DimOp) -> bool:
     """Whether `op` surely asks for a dimension its memref has: a constant below its rank
-    (an unranked memref's rank is left to MLIR's checks)."""
+    (an unranked memref's rank is known only as it runs: even dimension 0 is checked, as a
+    rank-0 memref lacks it)."""
     kind = op.source.type
     if not isinstance(kind, MemRefType):
-        return True
+        return False
     number = int_constant(op.index)
     return number is not None and 0 <= number < kind.get_num_dims()
 
 
 def _check_dimension(op: memref.DimOp) -> None:
     kind = op.source.type
-    assert isinstance(kind, MemRefType)
-    rank = kind.get_num_dims()
-    check = CheckBuilder(op, f"'memref.dim' asks for a dimension a rank-{rank} memref lacks")
-    check.assert_(check.cmp(op.index, check.index(rank), "ult"))
+    if isinstance(kind, MemRefType):
+        rank = kind.get_num_dims()
+        check = CheckBuilder(op, f"'memref.dim' asks for a dimension a rank-{rank} memref lacks")
+        check.assert_(check.cmp(op.index, check.index(rank), "ult"))
+        return
+    check = CheckBuilder(op, "'memref.dim' asks for a dimension past its unranked memref's rank")
+    rank = check.add(memref.RankOp(op.source))
+    check.assert_(check.cmp(op.index, rank, "ult"))
 
 
 def _named(origins: ArgOrigins, op: Operation, dims: list[int]) -> str:

@@ -327,6 +327,41 @@ def test_a_dimension_past_the_rank_stops_the_run() -> None:
         dhir.run(DIM_OF_ARGUMENT, a, 2, backend="interp")
 
 
+# The same through an unranked memref (line 4), whose rank only the run knows: native code
+# returned a number (exit status 0) for 2, 7 and -1, and even a constant asks for a check.
+DIM_OF_UNRANKED = """\
+func.func @main(%a: memref<4x5xf32>, %k: index) {
+  %c0 = arith.constant 0 : index
+  %u = memref.cast %a : memref<4x5xf32> to memref<*xf32>
+  %d = memref.dim %u, K : memref<*xf32>
+  %x = arith.index_cast %d : index to i32
+  %f = arith.sitofp %x : i32 to f32
+  memref.store %f, %a[%c0, %c0] : memref<4x5xf32>
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_dimension_past_an_unranked_memref_s_rank_stops_the_run() -> None:
+    a = np.zeros((4, 5), np.float32)
+    by_argument = DIM_OF_UNRANKED.replace("K", "%k")
+    assert dhir.run(by_argument, a, 1)[0][0, 0] == 5
+    constant = DIM_OF_UNRANKED.replace("K", "%c2").replace(
+        "%c0 = arith.constant 0 : index",
+        "%c0 = arith.constant 0 : index\n  %c2 = arith.constant 2 : index",
+    )
+    failing = [(by_argument, 7), (by_argument, -1), (constant, 0)]
+    for program, k in failing:
+        with pytest.raises(DhirError) as error:
+            dhir.run(program, a, k)
+        assert str(error.value).startswith(
+            f"<string>:{4 if program is by_argument else 5}:8: error: a runtime check failed: "
+            "'memref.dim' asks for a dimension past its unranked memref's rank"
+        )
+
+
 @pytest.mark.mlir
 @pytest.mark.mpi
 def test_a_plain_program_s_store_out_of_bounds_stops_the_run(tmp_path: Path) -> None:
