@@ -150,12 +150,13 @@ def machine_for(
     if len(devices) != ranks:
         with at_description(module):  # at the description's line, or naming its file
             count = len(devices)
+            # Said for `dhir run` and the Python API alike: this layer knows neither.
             raise DhirError(
                 [
                     Diagnostic(
-                        f"the machine description runs {count} rank{'s' if count != 1 else ''}"
-                        f", but the program is placed on {ranks}; run it on {count} "
-                        f"(-n {count}), or describe {ranks} ranks"
+                        f"the machine description runs {_ranks(count)}, but the program is "
+                        f"placed on {ranks}; run it on {count}: -n {count} (ranks={count} in "
+                        f"the API), or describe {_ranks(ranks)}"
                     )
                 ]
             )
@@ -167,6 +168,10 @@ def machine_for(
         node_of=lambda device: system.node_of(device).name,
     )
     return devices, model
+
+
+def _ranks(count: int) -> str:
+    return f"{count} rank{'s' if count != 1 else ''}"
 
 
 def device_name(rank: int) -> str:

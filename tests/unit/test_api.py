@@ -21,6 +21,7 @@ import dhir
 from dhir import DhirError
 from dhir.dialects import func
 from dhir.machine.detect import detect
+from dhir.machine.dlti import attach
 from dhir.machine.files import write_system
 from dhir.toolchain.signals import ending_cleanly
 
@@ -108,6 +109,22 @@ def test_a_machine_description_of_other_ranks_or_for_the_interpreter_is_refused(
         dhir.run(VECTOR_ADD, *vector_add_inputs(), system=system, backend="interp")
     with pytest.raises(DhirError, match="system takes a path .*, not int"):
         dhir.run(VECTOR_ADD, *vector_add_inputs(), system=2)
+
+
+@pytest.mark.mlir
+def test_a_program_s_own_description_of_other_ranks_is_refused_in_api_words() -> None:
+    """A description in the module (dhir.machine.dlti.attach) runs 5 ranks: the default
+    ranks=1 is refused, as -n 1 is, with the API's words too (it said only `-n 5`)."""
+    five = detect()
+    five = five.with_device(replace(five.device("cpu0"), ranks=5))
+    module = dhir.parse_file(VECTOR_ADD)
+    attach(module, five, "five.toml")
+    with pytest.raises(DhirError) as error:
+        dhir.run(module, *vector_add_inputs())
+    assert "five.toml: the machine description runs 5 ranks, but the program is placed on 1; " in (
+        str(error.value)
+    )
+    assert "run it on 5: -n 5 (ranks=5 in the API), or describe 1 rank" in str(error.value)
 
 
 @pytest.mark.parametrize("backend", ["interp", pytest.param("native", marks=pytest.mark.mlir)])

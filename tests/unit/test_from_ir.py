@@ -502,4 +502,13 @@ def test_a_description_of_other_ranks_than_the_program_is_reported_at_its_line()
         machine_for(parse_string(text, "p.mlir"), 3)
     (diagnostic,) = raised.value.diagnostics
     assert str(diagnostic.loc) == "p.mlir:2:3"
-    assert "runs 1 rank, but the program is placed on 3; run it on 1 (-n 1)" in diagnostic.message
+    assert diagnostic.message.endswith(
+        "runs 1 rank, but the program is placed on 3; run it on 1: -n 1 (ranks=1 in the API), "
+        "or describe 3 ranks"
+    )
+    with pytest.raises(DhirError) as raised:
+        machine_for(parse_string(text.replace('"x86_64">', '"x86_64", "ranks" = 5 : i64>')), 1)
+    assert raised.value.diagnostics[0].message.endswith(
+        "runs 5 ranks, but the program is placed on 1; run it on 5: -n 5 (ranks=5 in the API), "
+        "or describe 1 rank"
+    )
