@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dhir.ir.diagnostics import DhirError, Diagnostic
+from dhir.ir.diagnostics import DhirError, Diagnostic, warn
 from dhir.machine.description import Node, System
+from dhir.machine.files import device_loc
+from dhir.targets import DeviceKind
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ def launch_plan(
                 )
             ]
         )
+    for node in system.nodes:
+        _warn_if_crowded(node, source)
     threads = threads_per_rank(system, count)
     if len(system.nodes) == 1:
         return LaunchPlan(system, count, None, threads)
@@ -100,6 +104,30 @@ def launch_plan(
             [Diagnostic(f"cannot write the hostfile {path}: {error.strerror}")]
         ) from None
     return LaunchPlan(system, count, path, threads)
+
+
+def _warn_if_crowded(node: Node, source: str | None) -> None:
+    """A warning, at the `ranks` of the node's device that runs most, where its ranks
+    outnumber the cores its CPUs give (not guessed: a CPU without `cores` counts 1): each
+    rank polls a core of its own while it waits, so the run will be slow."""
+    cpus = [d for d in node.devices if d.kind == DeviceKind.CPU]
+    if any(d.cores is None or "cores" in d.guessed for d in cpus):
+        return
+    if node.ranks <= node.cores:
+        return
+    busiest = max(node.devices, key=lambda d: d.ranks)
+    loc = None
+    if source is not None:
+        loc = device_loc(Path(source), busiest.name, "ranks") or device_loc(
+            Path(source), busiest.name
+        )
+    named = "" if loc is not None or source is None else f"{source}: "
+    message = (
+        f"{named}node '{node.name}' runs {_ranks(node.ranks)} on {node.cores} "
+        f"core{'s' * (node.cores != 1)}: MPI ranks wait by polling, each on a core, so the "
+        f"run will be slow; give its devices at most {node.cores} ranks in all"
+    )
+    warn(Diagnostic(message, loc, "warning"))
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -220,6 +220,38 @@ def test_launch_plan_writes_a_hostfile_only_across_nodes(tmp_path: Path) -> None
         launch_plan(one, 2, "mpich", tmp_path)
 
 
+CROWDED_NODE = """\
+name = "m"
+[[nodes]]
+name = "n"
+[[nodes.devices]]
+name = "c"
+arch = "x86_64"
+cores = 2
+ranks = 5
+"""
+
+
+def test_launch_plan_warns_of_ranks_that_outnumber_a_node_s_cores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """5 ranks on a node of 2 cores were laid out without a word."""
+    path = tmp_path / "m.toml"
+    path.write_text(CROWDED_NODE)
+    assert launch_plan(read_system(path), None, "mpich", tmp_path, str(path)).ranks == 5
+    assert capsys.readouterr().err == (
+        f"{path}:8:1: warning: node 'n' runs 5 ranks on 2 cores: MPI ranks wait by polling, "
+        "each on a core, so the run will be slow; give its devices at most 2 ranks in all\n"
+    )
+    for fits in (
+        CROWDED_NODE.replace("cores = 2", "cores = 5"),
+        CROWDED_NODE.replace("cores = 2\n", ""),
+    ):
+        path.write_text(fits)  # as many cores, or a guessed count: nothing to say
+        launch_plan(read_system(path), None, "mpich", tmp_path, str(path))
+        assert capsys.readouterr().err == ""
+
+
 def test_launch_plan_writes_again_a_hostfile_cut_short_or_a_fifo(
     tmp_path: Path, no_block: None
 ) -> None:
