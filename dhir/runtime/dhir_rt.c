@@ -647,7 +647,15 @@ static int io_by_rank0(void) {
  * Layout of `<dir>/rank<R>.state` (native byte order, read by dhir/toolchain/failure.py):
  * the magic "DHIRST01", int64 rank, pid, phase, task, call, peer; the task table (text, one
  * "name<TAB>location" line per task id) from byte STATE_TABLE on. */
-enum { PHASE_STARTING = 0, PHASE_TASK = 1, PHASE_BETWEEN = 2, PHASE_MPI = 3, PHASE_DONE = 4 };
+enum {
+  PHASE_STARTING = 0,
+  PHASE_TASK = 1,
+  PHASE_BETWEEN = 2,
+  PHASE_MPI = 3,
+  PHASE_DONE = 4,
+  PHASE_INPUTS = 5,
+  PHASE_RESULTS = 6
+};
 /* What a rank in PHASE_MPI is in (failure.py keeps the same list). */
 enum { CALL_RECV = 1, CALL_SEND, CALL_WAIT, CALL_BCAST, CALL_GATHER, CALL_BARRIER };
 #define STATE_MAGIC "DHIRST01"
@@ -683,6 +691,14 @@ static int64_t mpi_enter(int64_t call, int64_t peer) {
   state->phase = PHASE_MPI;
   if (tracing)
     trace_mpi(1, call, peer);
+  return before;
+}
+
+/* Around moving a rank's rows of the files (through rank 0, in pieces): a run slowed there
+ * reads as such after a timeout, not as ranks that never started. */
+static int64_t io_enter(int64_t phase) {
+  int64_t before = state->phase;
+  state->phase = phase;
   return before;
 }
 
@@ -2129,6 +2145,7 @@ static void remember_input(int32_t index, const char *path, int64_t bytes) {
 void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t row_bytes,
                         const int64_t *table, const int64_t *starts, void **aligned) {
   int64_t began = tracing ? trace_now() : 0, before = input_bytes;
+  int64_t phase = io_enter(PHASE_INPUTS);
   remember_input(index, path, bytes);
   const int64_t *ranges = table + 2 * starts[world_rank];
   int64_t count = starts[world_rank + 1] - starts[world_rank];
@@ -2155,6 +2172,7 @@ void *dhir_rt_load_rows(int32_t index, const char *path, int64_t bytes, int64_t 
     close(file);
   if (tracing)
     trace_span(TRACE_READ, began, index, -1, input_bytes - before, -1);
+  state->phase = phase;
   return data;
 }
 
@@ -2332,8 +2350,11 @@ void dhir_rt_close_result(const char *dir, int32_t index) {
   result_file *result = result_at(index);
   char path[PATH_MAX], final[PATH_MAX];
   result_path(path, dir, index, ".partial");
-  if (result->through_rank0)
+  if (result->through_rank0) {
+    int64_t phase = io_enter(PHASE_RESULTS);
     write_for_ranks(result, path);
+    state->phase = phase;
+  }
   if (result->output >= 0 && close(result->output) != 0)
     dhir_rt_fatal("cannot write %s: %s", path, strerror(errno));
   result->output = -1;

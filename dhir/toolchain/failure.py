@@ -19,7 +19,7 @@ _HEADER = struct.Struct("=8s6q")
 _MAGIC = b"DHIRST01"
 _TABLE_AT = 4096
 # Phases and calls as dhir_rt.c numbers them.
-_TASK, _BETWEEN, _MPI, _DONE = 1, 2, 3, 4
+_TASK, _BETWEEN, _MPI, _DONE, _INPUTS, _RESULTS = 1, 2, 3, 4, 5, 6
 _CALLS = {
     1: "a receive (dhir_rt_recv)",
     2: "a send (dhir_rt_send)",
@@ -269,6 +269,10 @@ class RankState:
         if self.phase == _MPI:
             call = _CALLS.get(self.call, "an MPI call")
             return f"in {call}{self._peer()}, {after}"
+        if self.phase == _INPUTS:
+            return f"reading its part of the inputs, {after}"
+        if self.phase == _RESULTS:
+            return f"writing the results through rank 0, {after}"
         if self.phase != _BETWEEN:
             return f"starting, {after}"
         return (

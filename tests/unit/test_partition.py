@@ -201,6 +201,23 @@ def test_each_rank_takes_only_its_rows_of_the_inputs() -> None:
 
 @needs_mlir
 @pytest.mark.mpi
+def test_a_run_timed_out_moving_its_inputs_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rank 0 sends rank 1 its 8 MB of rows in pieces of one byte, which takes far longer
+    than the timeout: the report said both ranks were "starting, before its first task"."""
+    monkeypatch.setenv("DHIR_IO", "rank0")
+    monkeypatch.setenv("DHIR_MESSAGE_CHUNK_BYTES", "1")
+    rows = 1 << 18
+    a = np.zeros((rows, 8))
+    options = RunOptions(ranks=2, timeout=3, placement="best")
+    with pytest.raises(DhirError, match="timed out") as error:
+        run_module(
+            parse_string(stencil(rows, 4, [0, 0, 1, 1], steps=1)), "main", [a, a], "native", options
+        )
+    assert "reading its part of the inputs, before its first task" in str(error.value)
+
+
+@needs_mlir
+@pytest.mark.mpi
 def test_rows_no_task_writes_keep_their_input_values() -> None:
     # Only rows 5..9 change, on rank 1; rank 0's task reads rows 0..2: rows 10..21 are in
     # no rank's rows and come from the input file.
