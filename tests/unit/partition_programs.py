@@ -198,18 +198,7 @@ class _Writer:
         return name
 
     def mix(self, x: str, y: str, seed: str, out: list[str]) -> str:
-        a, b, c, k = (self.fresh("v") for _ in range(4))
-        if self.p.dtype == "i32":
-            out.append(f"{k} = arith.constant 3 : i32")
-            out.append(f"{a} = arith.muli {x}, {k} : i32")
-            out.append(f"{b} = arith.addi {a}, {y} : i32")
-            out.append(f"{c} = arith.addi {b}, {seed} : i32")
-        else:
-            out.append(f"{k} = arith.constant 0.5 : f64")
-            out.append(f"{a} = arith.mulf {x}, {k} : f64")
-            out.append(f"{b} = arith.addf {a}, {y} : f64")
-            out.append(f"{c} = arith.addf {b}, {seed} : f64")
-        return c
+        return self.mix_as(x, y, seed, self.p.dtype, out)
 
     def loops2(
         self, rows: tuple[int, int, int], cols: tuple[int, int], out: list[str]
@@ -458,17 +447,17 @@ class _Writer:
         return out + ["  " + line for line in body] + ["}"]
 
     def mix_as(self, x: str, y: str, seed: str, type_: str, out: list[str]) -> str:
+        """x * k + y + seed, of scalars (`type_` the element type) or vectors."""
         a, b, c, k = (self.fresh("v") for _ in range(4))
-        if self.p.dtype == "i32":
-            out.append(f"{k} = arith.constant dense<3> : {type_}")
-            out.append(f"{a} = arith.muli {x}, {k} : {type_}")
-            out.append(f"{b} = arith.addi {a}, {y} : {type_}")
-            out.append(f"{c} = arith.addi {b}, {seed} : {type_}")
-        else:
-            out.append(f"{k} = arith.constant dense<0.5> : {type_}")
-            out.append(f"{a} = arith.mulf {x}, {k} : {type_}")
-            out.append(f"{b} = arith.addf {a}, {y} : {type_}")
-            out.append(f"{c} = arith.addf {b}, {seed} : {type_}")
+        integer = self.p.dtype == "i32"
+        factor = "3" if integer else "0.5"
+        if type_ != self.p.dtype:
+            factor = f"dense<{factor}>"
+        kind = "i" if integer else "f"
+        out.append(f"{k} = arith.constant {factor} : {type_}")
+        out.append(f"{a} = arith.mul{kind} {x}, {k} : {type_}")
+        out.append(f"{b} = arith.add{kind} {a}, {y} : {type_}")
+        out.append(f"{c} = arith.add{kind} {b}, {seed} : {type_}")
         return c
 
     def style_copy(self, part: Part, seed: str) -> list[str]:
