@@ -48,35 +48,11 @@ def find_outside(
     kinds: type[_Op] | tuple[type[_Op], ...],
     outside: tuple[type[Operation], ...],
 ) -> list[_Op]:
-    """`find_ops(root, kinds)` but for the ops nested in an op of `outside` (below
-    `root`; `enclosing(op, outside)` is None for each op found), whose regions are not
+    """`find_ops(root, kinds)` but for the ops nested in an op of `outside` (`root` or
+    below it; `enclosing(op, outside)` is None for each op found), whose regions are not
     walked: one walk, not a walk up from each op found (dhir-bounds-checks' accesses
     outside device code)."""
-    wanted, skipped = _wanted(kinds), _wanted(outside)
-    out: list[_Op] = []
-    pending: list[Operation] = [root]
-    while pending:
-        op = pending.pop()
-        while op is not None:
-            kind = type(op)
-            hit = wanted.get(kind)
-            if hit is None:
-                hit = wanted[kind] = issubclass(kind, kinds)
-            if hit:
-                out.append(op)  # pyright: ignore[reportArgumentType]
-            if op.regions:
-                skip = skipped.get(kind)
-                if skip is None:
-                    skip = skipped[kind] = issubclass(kind, outside)
-                if op is not root and op._next_op is not None:  # pyright: ignore[reportPrivateUsage]
-                    pending.append(op._next_op)  # pyright: ignore[reportPrivateUsage]
-                if not skip:
-                    _push_blocks(op, pending)
-                break
-            if op is root:
-                break
-            op = op._next_op  # pyright: ignore[reportPrivateUsage]
-    return out
+    return list(_found(root, kinds, outside))
 
 
 def holds_op(root: Operation, kinds: type[Operation] | tuple[type[Operation], ...]) -> bool:
@@ -90,14 +66,19 @@ def holds_op(root: Operation, kinds: type[Operation] | tuple[type[Operation], ..
 _WANTED: dict[type[Operation] | tuple[type[Operation], ...], dict[type[Operation], bool]] = {}
 
 
-def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterator[_Op]:
-    """`find_ops`'s ops, one at a time: each op's class is asked once, not each op.
+def _found(
+    root: Operation,
+    kinds: type[_Op] | tuple[type[_Op], ...],
+    outside: tuple[type[Operation], ...] = (),
+) -> Iterator[_Op]:
+    """`find_ops`'s ops, one at a time: each op's class is asked once, not each op; the
+    regions of the ops of `outside` (`root` among them) are not walked.
 
     The stack holds the first op of each run of siblings still to walk: an op without
     regions (most of them) is never pushed, and the links between ops and blocks are
     read as xDSL 0.74 stores them (`_next_op`, ...), not through its properties, which
     took 40% of a walk (tests/unit/test_walk.py checks the order against `walk()`)."""
-    wanted = _wanted(kinds)
+    wanted, skipped = _wanted(kinds), _wanted(outside)
     pending: list[Operation] = []
     kind = type(root)
     hit = wanted.get(kind)
@@ -105,7 +86,8 @@ def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterato
         hit = wanted[kind] = issubclass(kind, kinds)
     if hit:
         yield root  # pyright: ignore[reportReturnType]
-    _push_blocks(root, pending)
+    if not (outside and issubclass(kind, outside)):
+        _push_blocks(root, pending)
     while pending:
         op = pending.pop()
         while op is not None:
@@ -119,7 +101,13 @@ def _found(root: Operation, kinds: type[_Op] | tuple[type[_Op], ...]) -> Iterato
                 # Its blocks come first, then the ops after it.
                 if op._next_op is not None:  # pyright: ignore[reportPrivateUsage]
                     pending.append(op._next_op)  # pyright: ignore[reportPrivateUsage]
-                _push_blocks(op, pending)
+                skip = False
+                if outside:
+                    skip = skipped.get(kind)
+                    if skip is None:
+                        skip = skipped[kind] = issubclass(kind, outside)
+                if not skip:
+                    _push_blocks(op, pending)
                 break
             op = op._next_op  # pyright: ignore[reportPrivateUsage]
 
