@@ -553,9 +553,20 @@ def through_mlir_opt(
     if done.returncode != 0:
         raise DhirError([Diagnostic(f"{failed}:\n{_last_words(done.stderr)}")])
     result = parse_string(done.stdout, f"{MLIR_OPT_TEXT}{what}>", verify=verify)
+    _keep_module_attributes(module, result)
     if locations:
         _located_in_the_users_ops(result)
     return result
+
+
+def _keep_module_attributes(source: ModuleOp, made: ModuleOp) -> None:
+    """Give `made` the very attributes of `source` that mlir-opt passed on unchanged: what
+    dhir knows of an attribute by its identity (the file a machine description was read
+    from, where the user wrote it) is then still known. Read back, a `--system` file's
+    CPU clang did not know was an error at `<mlir-opt: partition @main ...>:1:1`."""
+    for name, value in source.attributes.items():
+        if made.attributes.get(name) == value:
+            made.attributes[name] = value
 
 
 # The name dhir reads mlir-opt's output under: ops located in it were made by mlir-opt.

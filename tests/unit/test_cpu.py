@@ -177,3 +177,51 @@ def test_a_system_file_naming_an_unknown_cpu_is_reported_at_its_line(tmp_path: P
         done.stderr
     )
     assert '\ncpu = "no-such-cpu"\n^' in done.stderr
+
+
+# Entries mlir-opt-22 rewrites before dhir builds them: a shard program (partitioned) and
+# an entry on tensors (bufferized), each on one rank.
+THROUGH_MLIR_OPT = {
+    "shard": (
+        "shard.grid @grid(shape = 1)\n"
+        "func.func @main(%a: tensor<4xf64>) -> tensor<4xf64> {\n"
+        "  %s = shard.sharding @grid split_axes = [[0]] : !shard.sharding\n"
+        "  %b = shard.shard %a to %s : tensor<4xf64>\n"
+        "  return %b : tensor<4xf64>\n"
+        "}\n"
+    ),
+    "tensors": (
+        "func.func @main(%a: tensor<4xf64>) -> tensor<4xf64> {\n"
+        "  %b = arith.addf %a, %a : tensor<4xf64>\n"
+        "  return %b : tensor<4xf64>\n"
+        "}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(THROUGH_MLIR_OPT))
+def test_a_description_error_after_mlir_opt_is_at_the_users_line(tmp_path: Path, kind: str) -> None:
+    """An error about the description found once mlir-opt-22 had rewritten the program
+    was at `<mlir-opt: partition @main (a shard program)>:1:1`, mlir-opt's text, which the
+    user never sees: the description read back from it was no longer the one dhir knew
+    where it came from. It is at the `--system` file's line, and at the program's."""
+    program = tmp_path / "p.mlir"
+    program.write_text(THROUGH_MLIR_OPT[kind])
+    system = tmp_path / "m.toml"
+    system.write_text(
+        f'[[nodes]]\nname = "n1"\n[[nodes.devices]]\nname = "cpu0"\narch = "{host_arch()}"\n'
+        'cpu = "no-such-cpu"\n'
+    )
+    done = _compile(tmp_path, str(program), "--system", str(system))
+    assert done.returncode == 1
+    assert "<mlir-opt" not in done.stderr
+    assert f"\n{system}:6:1: error: device 'cpu0': cannot build for CPU 'no-such-cpu'" in (
+        done.stderr
+    )
+    described = _described(host_arch(), ', "cpu" = "no-such-cpu"')
+    body = THROUGH_MLIR_OPT[kind].replace("\n", "\n  ")
+    program.write_text(described.replace("  func.func @main() {\n    return\n  }\n", f"  {body}\n"))
+    done = _compile(tmp_path, str(program))
+    assert done.returncode == 1
+    assert "<mlir-opt" not in done.stderr
+    assert f"\n{program}:2:3: error: " in done.stderr and "no-such-cpu" in done.stderr
