@@ -277,18 +277,7 @@ def _on_system(module: ModuleOp, path: Path, ranks: int | None, options: RunOpti
     their hostfile, and its cores per rank unless `threads` was given."""
     check_description(module)  # the program's own, before the file's replaces it
     described = read_system(path)
-    count = described.rank_count
-    if ranks is not None and ranks != count:
-        raise DhirError(
-            [
-                Diagnostic(
-                    f"the machine description {path} runs {count} rank{'s' * (count != 1)}, "
-                    f"not ranks={ranks}: a program runs on all of them; leave ranks out, or "
-                    "describe fewer devices"
-                )
-            ]
-        )
-    plan = launch_plan(described, None, options.mpi, cache_root(), str(path))
+    plan = launch_plan(described, ranks, options.mpi, cache_root(), str(path))
     attach(module, plan.system, str(path))
     threads = options.threads if options.threads is not None else plan.threads
     return replace(options, ranks=plan.ranks, threads=threads, hostfile=plan.hostfile)

@@ -74,7 +74,8 @@ def launch_plan(
     """How to run all of `system`'s ranks (`ranks`, when given, must be their number: the
     program is placed on the whole description). With more than one node, a hostfile is
     written to `directory` (named by its content); one node is this one, reached with -n.
-    `source`: the file `system` was read from, which errors name."""
+    `source`: the file `system` was read from, which errors name. The one check of
+    `ranks` for `dhir run --system` and `dhir.run(system=...)`: its words serve both."""
     count = system.rank_count
     if ranks is not None and ranks != count:
         named = f"'{system.name}'" + (f" ({source})" if source is not None else "")
@@ -83,8 +84,8 @@ def launch_plan(
                 Diagnostic(
                     f"the machine description {named} runs {_ranks(count)} "
                     f"({_per_node(system)}), not {ranks}: a program runs on all of them. Leave "
-                    f"out -n (or give -n {count}); build an executable for {_ranks(count)}; "
-                    "or describe fewer devices"
+                    f"out -n (ranks= in the API), or give -n {count} (ranks={count} in the "
+                    f"API); build an executable for {_ranks(count)}; or describe {_ranks(ranks)}"
                 )
             ]
         )

@@ -103,8 +103,14 @@ def test_a_machine_description_of_other_ranks_or_for_the_interpreter_is_refused(
     tmp_path: Path,
 ) -> None:
     system = _two_rank_description(tmp_path / "two.toml")
-    with pytest.raises(DhirError, match=r"two.toml runs 2 ranks, not ranks=3: a program runs"):
+    # One check for `dhir run -n` and `ranks=`, as launch_plan words it for both.
+    with pytest.raises(DhirError) as error:
         dhir.run(VECTOR_ADD, *vector_add_inputs(), system=str(system), ranks=3)
+    said = str(error.value)
+    assert f"({system}) runs 2 ranks (" in said
+    assert "), not 3: a program runs on all of them" in said
+    assert "Leave out -n (ranks= in the API), or give -n 2 (ranks=2 in the API)" in said
+    assert "or describe 3 ranks" in said
     with pytest.raises(DhirError, match="the interpreter places no task .*: system needs"):
         dhir.run(VECTOR_ADD, *vector_add_inputs(), system=system, backend="interp")
     with pytest.raises(DhirError, match="system takes a path .*, not int"):

@@ -346,6 +346,7 @@ def test_run_with_other_ranks_than_described_is_an_error(tmp_path: Path) -> None
     )
     assert result.returncode == 1
     assert "runs 1 rank (n: 1), not 3: a program runs on all of them" in result.stderr
+    assert "or give -n 1 (ranks=1 in the API)" in result.stderr
     # The file, not only the description's name ('system' where it gives none).
     assert f"the machine description 'system' ({tmp_path / 'one.toml'}) runs" in result.stderr
     assert "Traceback" not in result.stderr
