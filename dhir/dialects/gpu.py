@@ -90,6 +90,7 @@ from xdsl.utils.str_enum import StrEnum
 from dhir.dialects import with_replaced_ops
 from dhir.dialects.format import (
     AngleBracketEnum,
+    OpT,
     custom_format,
     optional_property,
     print_type_list,
@@ -227,56 +228,56 @@ _DIMENSION = "$dimension (`upper_bound` $upper_bound^)? attr-dict"
 _SUBGROUP = "(`upper_bound` $upper_bound^)? attr-dict `:` type($result)"
 
 
-@custom_format(_DIMENSION)
-@redefine(properties=_UPPER_BOUND)
+def _bounded(assembly_format: str) -> Callable[[OpT], OpT]:
+    """An id op's syntax, with MLIR 22's optional `upper_bound` property."""
+
+    def apply(cls: OpT) -> OpT:
+        return custom_format(assembly_format)(redefine(properties=_UPPER_BOUND)(cls))
+
+    return apply
+
+
+@_bounded(_DIMENSION)
 class ThreadIdOp(gpu.ThreadIdOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
-@custom_format(_DIMENSION)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_DIMENSION)
 class BlockIdOp(gpu.BlockIdOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
-@custom_format(_DIMENSION)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_DIMENSION)
 class BlockDimOp(gpu.BlockDimOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
-@custom_format(_DIMENSION)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_DIMENSION)
 class GridDimOp(gpu.GridDimOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
-@custom_format(_DIMENSION)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_DIMENSION)
 class GlobalIdOp(gpu.GlobalIdOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
-@custom_format("(`upper_bound` $upper_bound^)? attr-dict")
-@redefine(properties=_UPPER_BOUND)
+@_bounded("(`upper_bound` $upper_bound^)? attr-dict")
 class LaneIdOp(gpu.LaneIdOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
 
-@custom_format(_SUBGROUP)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_SUBGROUP)
 class NumSubgroupsOp(gpu.NumSubgroupsOp):
     """xDSL 0.74 has only the generic form."""
 
 
-@custom_format(_SUBGROUP)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_SUBGROUP)
 class SubgroupIdOp(gpu.SubgroupIdOp):
     """xDSL 0.74 has only the generic form."""
 
 
-@custom_format(_SUBGROUP)
-@redefine(properties=_UPPER_BOUND)
+@_bounded(_SUBGROUP)
 class SubgroupSizeOp(gpu.SubgroupSizeOp):
     """xDSL 0.74 has only the generic form, without `upper_bound`."""
 
@@ -1604,6 +1605,27 @@ class _SparseOp(IRDLOperation):
     custom_directives = (AsyncDependencies,)
 
 
+def _mode() -> TransposeModeAttr:
+    return prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
+
+
+# Properties are listed (and defaults filled in) in declaration order, each class's own
+# before its bases': each set of modes is declared in one class, in MLIR's order.
+class _OneModeOp(_SparseOp):
+    """A sparse computation with a transposable first matrix, in a given element type."""
+
+    modeA = _mode()
+    computeType = prop_def(TypeAttribute)
+
+
+class _TwoModesOp(_SparseOp):
+    """A sparse computation with two transposable matrices, in a given element type."""
+
+    modeA = _mode()
+    modeB = _mode()
+    computeType = prop_def(TypeAttribute)
+
+
 @irdl_op_definition
 class CreateDnTensorOp(_SparseOp):
     """xDSL 0.74 lacks this op."""
@@ -1797,7 +1819,7 @@ _DN_AB = "$dnmatA (`{` $modeA^ `}`)? `,` $dnmatB (`{` $modeB^ `}`)?"
 
 
 @irdl_op_definition
-class SpMVBufferSizeOp(_SparseOp):
+class SpMVBufferSizeOp(_OneModeOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.spmv_buffer_size"
@@ -1806,15 +1828,13 @@ class SpMVBufferSizeOp(_SparseOp):
     spmatA = operand_def(_SPMAT)
     dnX = operand_def(_DNTENSOR)
     dnY = operand_def(_DNTENSOR)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
     bufferSz = result_def(_INDEX)
 
     assembly_format = f"{_ASYNC} {_A} `,` $dnX `,` $dnY attr-dict `into` $computeType"
 
 
 @irdl_op_definition
-class SpMVOp(_SparseOp):
+class SpMVOp(_OneModeOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.spmv"
@@ -1824,8 +1844,6 @@ class SpMVOp(_SparseOp):
     dnX = operand_def(_DNTENSOR)
     dnY = operand_def(_DNTENSOR)
     buffer = operand_def(_ANY_MEMREF)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
 
     assembly_format = (
         f"{_ASYNC} {_A} `,` $dnX `,` $dnY `,` $buffer attr-dict `:` type($buffer)"
@@ -1834,7 +1852,7 @@ class SpMVOp(_SparseOp):
 
 
 @irdl_op_definition
-class SpMMBufferSizeOp(_SparseOp):
+class SpMMBufferSizeOp(_TwoModesOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.spmm_buffer_size"
@@ -1843,9 +1861,6 @@ class SpMMBufferSizeOp(_SparseOp):
     spmatA = operand_def(_SPMAT)
     dnmatB = operand_def(_DNTENSOR)
     dnmatC = operand_def(_DNTENSOR)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
     bufferSzs = var_result_def(_INDEX)
     # Redeclared after bufferSzs: the result order is MLIR's.
     asyncToken = opt_result_def(_TOKEN)
@@ -1858,7 +1873,7 @@ class SpMMBufferSizeOp(_SparseOp):
 
 
 @irdl_op_definition
-class SpMMOp(_SparseOp):
+class SpMMOp(_TwoModesOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.spmm"
@@ -1868,9 +1883,6 @@ class SpMMOp(_SparseOp):
     dnmatB = operand_def(_DNTENSOR)
     dnmatC = operand_def(_DNTENSOR)
     buffers = var_operand_def(_ANY_MEMREF)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
@@ -1880,7 +1892,7 @@ class SpMMOp(_SparseOp):
 
 
 @irdl_op_definition
-class SDDMMBufferSizeOp(_SparseOp):
+class SDDMMBufferSizeOp(_TwoModesOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.sddmm_buffer_size"
@@ -1889,16 +1901,13 @@ class SDDMMBufferSizeOp(_SparseOp):
     dnmatA = operand_def(_DNTENSOR)
     dnmatB = operand_def(_DNTENSOR)
     spmatC = operand_def(_SPMAT)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
     bufferSz = result_def(_INDEX)
 
     assembly_format = f"{_ASYNC} {_DN_AB} `,` $spmatC attr-dict `into` $computeType"
 
 
 @irdl_op_definition
-class SDDMMOp(_SparseOp):
+class SDDMMOp(_TwoModesOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.sddmm"
@@ -1908,9 +1917,6 @@ class SDDMMOp(_SparseOp):
     dnmatB = operand_def(_DNTENSOR)
     spmatC = operand_def(_SPMAT)
     buffer = operand_def(_ANY_MEMREF)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
 
     assembly_format = (
         f"{_ASYNC} {_DN_AB} `,` $spmatC `,` $buffer attr-dict `:` type($buffer) `into` $computeType"
@@ -1943,7 +1949,7 @@ _SPGEMM_AB = "$spmatA (`{` $modeA^ `}`)? `,` $spmatB (`{` $modeB^ `}`)?"
 
 
 @irdl_op_definition
-class SpGEMMWorkEstimationOrComputeOp(_SparseOp):
+class SpGEMMWorkEstimationOrComputeOp(_TwoModesOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.spgemm_work_estimation_or_compute"
@@ -1955,9 +1961,6 @@ class SpGEMMWorkEstimationOrComputeOp(_SparseOp):
     spmatC = operand_def(_SPMAT)
     bufferSz = operand_def(_INDEX)
     buffer = operand_def(_ANY_MEMREF)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
     kind = prop_def(SpGEMMKindAttr)
     bufferSzNew = result_def(_INDEX)
 
@@ -1968,7 +1971,7 @@ class SpGEMMWorkEstimationOrComputeOp(_SparseOp):
 
 
 @irdl_op_definition
-class SpGEMMCopyOp(_SparseOp):
+class SpGEMMCopyOp(_TwoModesOp):
     """xDSL 0.74 lacks this op."""
 
     name = "gpu.spgemm_copy"
@@ -1978,9 +1981,6 @@ class SpGEMMCopyOp(_SparseOp):
     spmatA = operand_def(_SPMAT)
     spmatB = operand_def(_SPMAT)
     spmatC = operand_def(_SPMAT)
-    modeA = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    modeB = prop_def(TransposeModeAttr, default_value=_NON_TRANSPOSE)
-    computeType = prop_def(TypeAttribute)
 
     assembly_format = f"{_ASYNC} {_SPGEMM_AB} `,` $spmatC `,` $desc attr-dict `:` $computeType"
 
