@@ -13,6 +13,8 @@ the error class of `mpi.retval_check` is a dialect attribute
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.dialects.builtin import I32, IntegerAttr, MemRefType, i1, i32
 from xdsl.dialects.mpi import RequestType, StatusType  # as upstream's: no shadow needed
 from xdsl.dialects.utils import EnumAttribute
@@ -237,34 +239,31 @@ def _name_results(op: IRDLOperation) -> None:
             value.name_hint = name
 
 
+class _NoArgumentOp(IRDLOperation):
+    """A call with no arguments: only the optional retval."""
+
+    retval = opt_result_def(RetvalType)
+
+    assembly_format = "attr-dict (`:` type($retval)^)?"
+
+    def __init__(self, with_retval: bool = False) -> None:
+        super().__init__(result_types=[_retval_types(with_retval)])
+
+
 @irdl_op_definition
-class InitOp(IRDLOperation):
+class InitOp(_NoArgumentOp):
     """`MPI_Init(NULL, NULL)`. xDSL 0.74's op of this name belongs to its older mpi dialect,
     which mlir-opt rejects."""
 
     name = "mpi.init"
 
-    retval = opt_result_def(RetvalType)
-
-    assembly_format = "attr-dict (`:` type($retval)^)?"
-
-    def __init__(self, with_retval: bool = False) -> None:
-        super().__init__(result_types=[_retval_types(with_retval)])
-
 
 @irdl_op_definition
-class FinalizeOp(IRDLOperation):
+class FinalizeOp(_NoArgumentOp):
     """`MPI_Finalize()`. xDSL 0.74's op of this name belongs to its older mpi dialect, which
     mlir-opt rejects."""
 
     name = "mpi.finalize"
-
-    retval = opt_result_def(RetvalType)
-
-    assembly_format = "attr-dict (`:` type($retval)^)?"
-
-    def __init__(self, with_retval: bool = False) -> None:
-        super().__init__(result_types=[_retval_types(with_retval)])
 
 
 @irdl_op_definition
@@ -283,44 +282,39 @@ class CommWorldOp(IRDLOperation):
         super().__init__(result_types=[CommType()])
 
 
+class _CommQueryOp(IRDLOperation):
+    """A query of a communicator giving an `i32` (the retval and result are declared by
+    each op)."""
+
+    comm = operand_def(CommType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "`(` $comm `)` attr-dict `:` type(results)"
+
+    def __init__(self, comm: Value, with_retval: bool = False) -> None:
+        super().__init__(operands=[comm], result_types=[_retval_types(with_retval), i32])
+        _name_results(self)
+
+
 @irdl_op_definition
-class CommRankOp(IRDLOperation):
+class CommRankOp(_CommQueryOp):
     """`MPI_Comm_rank(comm, &rank)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.comm_rank"
 
-    comm = operand_def(CommType)
-
     retval = opt_result_def(RetvalType)
     rank = result_def(i32)
 
-    traits = traits_def(Pure())
-
-    assembly_format = "`(` $comm `)` attr-dict `:` type(results)"
-
-    def __init__(self, comm: Value, with_retval: bool = False) -> None:
-        super().__init__(operands=[comm], result_types=[_retval_types(with_retval), i32])
-        _name_results(self)
-
 
 @irdl_op_definition
-class CommSizeOp(IRDLOperation):
+class CommSizeOp(_CommQueryOp):
     """`MPI_Comm_size(comm, &size)`. xDSL 0.74 lacks this op."""
 
     name = "mpi.comm_size"
 
-    comm = operand_def(CommType)
-
     retval = opt_result_def(RetvalType)
     size = result_def(i32)
-
-    traits = traits_def(Pure())
-
-    assembly_format = "`(` $comm `)` attr-dict `:` type(results)"
-
-    def __init__(self, comm: Value, with_retval: bool = False) -> None:
-        super().__init__(operands=[comm], result_types=[_retval_types(with_retval), i32])
-        _name_results(self)
 
 
 @irdl_op_definition
@@ -358,128 +352,97 @@ def _p2p_format(peer: str, results: str) -> str:
 # Upstream's `AnyMemRef` admits ranked memrefs only; `memref<*xf32>` is rejected.
 
 
+class _PointToPointOp(IRDLOperation):
+    """A send or receive of `ref` with a peer rank: built from (buf, tag, peer, comm); the
+    nonblocking ones also give a request."""
+
+    GIVES_REQUEST: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        buf: Value,
+        tag: Value,
+        peer: Value,
+        comm: Value,
+        with_retval: bool = False,
+    ) -> None:
+        request = [RequestType()] if self.GIVES_REQUEST else []
+        super().__init__(
+            operands=[buf, tag, peer, comm],
+            result_types=[_retval_types(with_retval), *request],
+        )
+        if self.GIVES_REQUEST:
+            _name_results(self)
+
+
+# Each op declares its results; the operands, which follow them in a definition, come from
+# these bases.
+class _ToPeerOp(_PointToPointOp):
+    ref = operand_def(MemRefType)
+    tag = operand_def(i32)
+    dest = operand_def(i32)
+    comm = operand_def(CommType)
+
+
+class _FromPeerOp(_PointToPointOp):
+    ref = operand_def(MemRefType)
+    tag = operand_def(i32)
+    source = operand_def(i32)
+    comm = operand_def(CommType)
+
+
 @irdl_op_definition
-class SendOp(IRDLOperation):
+class SendOp(_ToPeerOp):
     """`MPI_Send(buf, count, dtype, dest, tag, comm)`. xDSL 0.74's op of this name belongs to
     its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.send"
 
-    ref = operand_def(MemRefType)
-    tag = operand_def(i32)
-    dest = operand_def(i32)
-    comm = operand_def(CommType)
-
     retval = opt_result_def(RetvalType)
 
     assembly_format = _p2p_format("dest", "(`->` type($retval)^)?")
 
-    def __init__(
-        self,
-        buf: Value,
-        tag: Value,
-        dest: Value,
-        comm: Value,
-        with_retval: bool = False,
-    ) -> None:
-        super().__init__(
-            operands=[buf, tag, dest, comm],
-            result_types=[_retval_types(with_retval)],
-        )
-
 
 @irdl_op_definition
-class RecvOp(IRDLOperation):
+class RecvOp(_FromPeerOp):
     """`MPI_Recv(buf, count, dtype, source, tag, comm, MPI_STATUS_IGNORE)`. xDSL 0.74's op of
     this name belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.recv"
 
-    ref = operand_def(MemRefType)
-    tag = operand_def(i32)
-    source = operand_def(i32)
-    comm = operand_def(CommType)
-
     retval = opt_result_def(RetvalType)
 
     assembly_format = _p2p_format("source", "(`->` type($retval)^)?")
 
-    def __init__(
-        self,
-        buf: Value,
-        tag: Value,
-        source: Value,
-        comm: Value,
-        with_retval: bool = False,
-    ) -> None:
-        super().__init__(
-            operands=[buf, tag, source, comm],
-            result_types=[_retval_types(with_retval)],
-        )
-
 
 @irdl_op_definition
-class ISendOp(IRDLOperation):
+class ISendOp(_ToPeerOp):
     """`MPI_Isend(buf, count, dtype, dest, tag, comm, &req)`. xDSL 0.74's op of this name
     belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.isend"
 
-    ref = operand_def(MemRefType)
-    tag = operand_def(i32)
-    dest = operand_def(i32)
-    comm = operand_def(CommType)
-
     retval = opt_result_def(RetvalType)
     req = result_def(RequestType)
 
-    assembly_format = _p2p_format("dest", "`->` type(results)")
+    GIVES_REQUEST: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        buf: Value,
-        tag: Value,
-        dest: Value,
-        comm: Value,
-        with_retval: bool = False,
-    ) -> None:
-        super().__init__(
-            operands=[buf, tag, dest, comm],
-            result_types=[_retval_types(with_retval), RequestType()],
-        )
-        _name_results(self)
+    assembly_format = _p2p_format("dest", "`->` type(results)")
 
 
 @irdl_op_definition
-class IRecvOp(IRDLOperation):
+class IRecvOp(_FromPeerOp):
     """`MPI_Irecv(buf, count, dtype, source, tag, comm, &req)`. xDSL 0.74's op of this name
     belongs to its older mpi dialect, which mlir-opt rejects."""
 
     name = "mpi.irecv"
 
-    ref = operand_def(MemRefType)
-    tag = operand_def(i32)
-    source = operand_def(i32)
-    comm = operand_def(CommType)
-
     retval = opt_result_def(RetvalType)
     req = result_def(RequestType)
 
-    assembly_format = _p2p_format("source", "`->` type(results)")
+    GIVES_REQUEST: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        buf: Value,
-        tag: Value,
-        source: Value,
-        comm: Value,
-        with_retval: bool = False,
-    ) -> None:
-        super().__init__(
-            operands=[buf, tag, source, comm],
-            result_types=[_retval_types(with_retval), RequestType()],
-        )
-        _name_results(self)
+    assembly_format = _p2p_format("source", "`->` type(results)")
 
 
 @irdl_op_definition
