@@ -197,8 +197,9 @@ def whole_reasons(function: func.FuncOp) -> dict[int, Whole]:
 
 
 def memref_name(arg: BlockArgument) -> str:
-    """`%a`, or `argK` for an argument without a name."""
-    return f"%{arg.name_hint}" if arg.name_hint else f"arg{arg.index}"
+    """`%a` as written (`%y_1`, which xDSL's name hint shortens to `%y`), or `argK` for
+    an argument without a name."""
+    return value_name(arg, f"arg{arg.index}")
 
 
 def _memref(

@@ -553,6 +553,22 @@ def test_dhir_schedule_prints_memory_per_rank(
     assert len(section) == 5
 
 
+def test_dhir_schedule_names_memrefs_as_written(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # xDSL's name hint of %y_1 and %y_2 is %y: the memory lines named two memrefs alike.
+    path = tmp_path / "prog.mlir"
+    text = _one_task(ARGS).replace("%a", "%y_1").replace("%b", "%y_2")
+    path.write_text(text)
+    assert main(["schedule", str(path), "-n", "2", "--placement", "round-robin"]) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("memory per rank") :].splitlines()
+    assert section[-2:] == [
+        "  %y_1: partitioned, rank 0 rows 0..0; rank 1 rows none",
+        "  %y_2: partitioned, rank 0 rows none; rank 1 rows 3..3",
+    ]
+
+
 def _every_other_row(rows: int, cols: int, touched: int) -> str:
     """Task k, on rank k mod 2, doubles the first `touched` elements of row k of %a."""
     t = f"memref<{rows}x{cols}xf64>"
