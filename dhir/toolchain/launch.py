@@ -205,7 +205,7 @@ def _run_in(
         env["DHIR_TRACE_DIR"] = str(work / "trace")
         _remove_earlier(Path(options.trace))  # a failed run must not leave it looking new
     try:
-        _launch(command, env, options.timeout, work / "output.log", ranks, errors)
+        _launch(command, env, options.timeout, work / "output.log", ranks, errors, options.hostfile)
     except DhirError as error:
         if options.trace is None:
             raise
@@ -326,6 +326,7 @@ def _run_once(
     log: Path,
     ranks: int,
     errors: Path | None,
+    hostfile: Path | None,
 ) -> tuple[int, "_Watch"]:
     """Start mpirun, wait for it within `timeout`, and clean up after it: its status."""
     # Output goes to a file, not a pipe: a stray rank holding a pipe open would block reading it.
@@ -343,7 +344,8 @@ def _run_once(
             if "DHIR_TRACE_DIR" in env and errors is not None:
                 _stop_traced_ranks(errors, Path(env["DHIR_TRACE_DIR"]))
             _terminate(process)
-            where = "".join(line + "\n" for line in _where(errors, "", "", None))
+            lines = _where(errors, "", "", None) + _not_started(errors, log, hostfile)
+            where = "".join(line + "\n" for line in lines)
             raise TimedOut(
                 [
                     Diagnostic(
@@ -394,12 +396,13 @@ def _launch(
     log: Path,
     ranks: int,
     errors: Path | None = None,
+    hostfile: Path | None = None,
 ) -> None:
-    status, watch = _run_once(command, env, timeout, log, ranks, errors)
+    status, watch = _run_once(command, env, timeout, log, ranks, errors, hostfile)
     for _ in range(_STARTS - 1):
         if status == 0 or not _LAUNCHER_FAILED.search(log.read_text(errors="replace")):
             break
-        status, watch = _run_once(command, env, timeout, log, ranks, errors)
+        status, watch = _run_once(command, env, timeout, log, ranks, errors, hostfile)
     if status != 0:
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
         # The ranks' own reports first (dhir_rt.c): mpirun's names whichever death it saw.
@@ -420,7 +423,7 @@ def _launch(
             number = int(code.group(1))
             how += f"; MPICH reports exit code {number}, as for a rank killed by "
             how += f"{_signal_name(number)} (signal {number})"
-        where = _where(errors, text, output, watch)
+        where = _where(errors, text, output, watch) + _not_started(errors, log, hostfile)
         # The dead rank and its task lead: what the user needs first.
         lead = f": {where.pop(0)}" if where and not where[0].startswith(" ") else ""
         rest = "".join(line + "\n" for line in where)
@@ -451,6 +454,37 @@ def _where(errors: Path | None, text: str, output: str, watch: "_Watch | None") 
     dead = first_dead(text, output, watch.vanished, states) if watch else None
     first, others = explain(states, dead)
     return [first] * bool(first) + ["  " + line for line in others]
+
+
+def _not_started(errors: Path | None, log: Path, hostfile: Path | None) -> list[str]:
+    """A line saying that no rank got past MPI_Init, where no rank left a state file nor
+    reported itself (dhir_rt.c writes both only after it): mpirun had not started them,
+    which with a hostfile is most often a host it cannot reach (mpirun then waits, or
+    quotes ssh). Empty otherwise."""
+    if errors is None or read_states(errors):
+        return []
+    reports = "".join(p.read_text(errors="replace") for p in sorted(errors.glob("rank*.err")))
+    if "dhir: error" in reports + log.read_text(errors="replace"):
+        return []
+    if hostfile is None:
+        return ["  no rank got past MPI_Init (mpirun had not started the ranks)"]
+    hosts = ", ".join(_hostfile_hosts(hostfile))
+    return [
+        f"  no rank got past MPI_Init: mpirun had not started the ranks on the hostfile's "
+        f"hosts ({hosts}); check that this host reaches each without a password (`ssh "
+        'HOST true`) or through the batch system (docs/machine.md, "Running on a cluster")'
+    ]
+
+
+def _hostfile_hosts(hostfile: Path) -> list[str]:
+    """The hosts of a hostfile as dhir.machine.layout writes it, in order: `host:N`
+    (MPICH) or `host slots=N` (OpenMPI)."""
+    try:
+        lines = hostfile.read_text(errors="replace").split("\n")
+    except OSError:
+        return [str(hostfile)]
+    words = [line.split()[0] for line in lines if line.strip()]
+    return [word.rpartition(":")[0] if ":" in word else word for word in words]
 
 
 class _Watch:

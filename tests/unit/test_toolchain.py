@@ -1023,3 +1023,54 @@ def test_a_build_folder_left_incomplete_is_replaced(tmp_path: Path) -> None:
     _Recipe._in_work_dir(recipe, final, build)  # type: ignore[arg-type]
     assert (final / "program.o").read_bytes() == complete  # a complete one stays
     assert sorted(p.name for p in tmp_path.iterdir()) == ["modules"]  # no work folder left
+
+
+def _unreached_hosts(tmp_path: Path) -> tuple[Path, Path]:
+    """A hostfile of this host and one no ssh reaches, and an empty state folder: what a
+    run whose second host mpirun could not reach leaves (no rank got past MPI_Init)."""
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("vm:1\nnode1.invalid:1\n")
+    errors = tmp_path / "errors"
+    errors.mkdir()
+    return hostfile, errors
+
+
+def test_a_timeout_before_any_rank_started_names_the_hosts(tmp_path: Path) -> None:
+    """mpirun waiting on a host it cannot reach: the error says that no rank started and
+    which hosts to check, not only to give the run longer."""
+    hostfile, errors = _unreached_hosts(tmp_path)
+    command = ["sleep", "30"]
+    with pytest.raises(DhirError, match=r"timed out after 0\.5 s") as caught:
+        _launch(command, dict(os.environ), 0.5, tmp_path / "log", 2, errors, hostfile)
+    message = str(caught.value)
+    assert "no rank got past MPI_Init" in message, message
+    assert "(vm, node1.invalid)" in message and "ssh HOST true" in message, message
+
+
+def test_a_launch_that_failed_before_any_rank_started_names_the_hosts(tmp_path: Path) -> None:
+    hostfile, errors = _unreached_hosts(tmp_path)
+    command = ["sh", "-c", "echo 'ssh: Could not resolve hostname node1.invalid'; exit 255"]
+    with pytest.raises(DhirError, match=r"mpirun exited with status 255") as caught:
+        _launch(command, dict(os.environ), 30, tmp_path / "log", 2, errors, hostfile)
+    assert "no rank got past MPI_Init" in str(caught.value), str(caught.value)
+    # Open MPI's hostfile names a host before its slots.
+    hostfile.write_text("vm slots=1\nnode1.invalid slots=1\n")
+    with pytest.raises(DhirError, match=r"\(vm, node1\.invalid\)"):
+        _launch(command, dict(os.environ), 30, tmp_path / "log", 2, errors, hostfile)
+
+
+def test_a_rank_that_reported_itself_before_its_state_is_not_said_unstarted(
+    tmp_path: Path,
+) -> None:
+    """A rank that failed in dhir_rt_init (a wrong rank count) got past MPI_Init."""
+    hostfile, errors = _unreached_hosts(tmp_path)
+    (errors / "rank0.err").write_text("dhir: error on rank 0: built for 2 ranks\n")
+    command = ["sh", "-c", "exit 1"]
+    with pytest.raises(DhirError, match="exited with status 1") as caught:
+        _launch(command, dict(os.environ), 30, tmp_path / "log", 2, errors, hostfile)
+    assert "MPI_Init" not in str(caught.value)
+    # And a run on this host alone names no hosts.
+    (errors / "rank0.err").unlink()
+    with pytest.raises(DhirError, match="exited with status 1") as caught:
+        _launch(command, dict(os.environ), 30, tmp_path / "log", 2, errors)
+    assert "no rank got past MPI_Init (mpirun had not started" in str(caught.value)
