@@ -351,6 +351,11 @@ def _unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return found
 
 
+# Said of a file the reader cannot go on in: the errors past this one are not found yet
+# (a machine description's are otherwise all reported at once).
+READ_NO_FURTHER = "; the file is read no further, so what follows is not checked yet"
+
+
 def parse_json(text: str, where: str) -> object:
     """`text`, the file `where`, read as JSON; malformed JSON is a DhirError at its line
     and column, and JSON nested too deeply for Python's reader one naming the file. A key
@@ -362,7 +367,8 @@ def parse_json(text: str, where: str) -> object:
         raise _duplicate(text, where) from None
     except json.JSONDecodeError as error:
         loc = SourceLoc(where, error.lineno, error.colno)
-        raise DhirError([Diagnostic(f"not valid JSON: {error.msg}", loc)], {where: text}) from None
+        why = f"not valid JSON: {error.msg}{READ_NO_FURTHER}"
+        raise DhirError([Diagnostic(why, loc)], {where: text}) from None
     except ValueError as error:  # an integer of more digits than Python converts
         raise DhirError([Diagnostic(f"{where} is not valid JSON: {error}")]) from None
     except RecursionError:  # the reader recurses once per level
@@ -391,7 +397,7 @@ def parse_toml(text: str, where: str) -> object:
         if found is None:
             raise DhirError([Diagnostic(f"{where} is not valid TOML: {message}")]) from None
         loc = _toml_place(found, text, where)
-        why = f"not valid TOML: {message[: found.start()]}"
+        why = f"not valid TOML: {message[: found.start()]}{READ_NO_FURTHER}"
         raise DhirError([Diagnostic(why, loc)], {where: text}) from None
     except RecursionError:
         raise DhirError([Diagnostic(f"{where}: {_TOO_DEEP}")]) from None

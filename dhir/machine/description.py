@@ -347,6 +347,15 @@ def _check_number(name: str, value: object, what: str, allow_zero: bool = False)
     raise DescriptionError(f"{what}: {name} must be {need} number, got {value!r}", name.split()[0])
 
 
+def check_field(name: str, value: object, what: str) -> None:
+    """The check a Device makes of its rate or count `name` (`value` a number): the one
+    of a description's fields that needs no other field."""
+    if name in ("peak_gflops", "mem_bw_gbs", *CORE_RATES):
+        _check_number(name, value, what)
+    elif name in ("memory_bytes", "cores", "ranks", *CACHE_SIZES):
+        _check_int(name, value, what)
+
+
 def _check_curve(curve: object, what: str) -> None:
     pairs = curve if isinstance(curve, tuple) else ()
     if len(pairs) < 2 or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dhir.choices import MAX_RANKS
 from dhir.ir.diagnostics import (
@@ -48,6 +48,7 @@ from dhir.machine.description import (
     Link,
     Node,
     System,
+    check_field,
     guess_device,
 )
 from dhir.targets import DeviceKind, UnknownArchError, kind_of_arch
@@ -119,11 +120,12 @@ def _device(device: Device) -> dict[str, Any]:
 
 
 def from_dict(data: object, where: str) -> System:
-    """A System from plain data; every problem is a DhirError naming `where` and the entry."""
+    """A System from plain data; its problems are a DhirError, one diagnostic each, naming
+    `where` and the entry."""
     try:
         return _system(data)
-    except (_Problem, DescriptionError) as problem:
-        raise DhirError([Diagnostic(f"{where}: {problem}")]) from None
+    except (_Problem, DescriptionError, _Problems) as found:
+        raise DhirError([Diagnostic(f"{where}: {p}") for p in _each_of(found)]) from None
 
 
 class _Problem(ValueError):
@@ -135,8 +137,47 @@ class _Problem(ValueError):
         self.at_value = at_value
 
 
+class _Problems(Exception):
+    """Every problem found in a description, each with its entry: the reader goes on past
+    a problem to the next value, device and node, so that one run reports them all."""
+
+    def __init__(self, problems: list["_Problem | DescriptionError"]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+
+
+def _each_of(
+    found: "_Problem | DescriptionError | _Problems",
+) -> list["_Problem | DescriptionError"]:
+    return found.problems if isinstance(found, _Problems) else [found]
+
+
 # The entry (its path in the plain data) a problem was found in, for its line in the file.
 _ENTRY = "dhir_entry"
+_T = TypeVar("_T")
+
+
+def _noting(
+    problems: list["_Problem | DescriptionError"],
+    entry: Entry,
+    read: Callable[..., _T],
+    *args: Any,
+) -> _T | None:
+    """`read(*args)`; None where it found problems, which join `problems` (of `entry`
+    unless an entry within it claimed them)."""
+    try:
+        with _reading(entry):
+            return read(*args)
+    except _Problems as found:
+        problems.extend(found.problems)
+    except (_Problem, DescriptionError) as problem:
+        problems.append(problem)
+    return None
+
+
+def _stop_if(problems: list["_Problem | DescriptionError"]) -> None:
+    if problems:
+        raise _Problems(problems)
 
 
 @contextmanager
@@ -144,28 +185,51 @@ def _reading(entry: Entry) -> Iterator[None]:
     """Within: a problem is one of `entry`, unless an entry within it claimed it."""
     try:
         yield
-    except (_Problem, DescriptionError) as problem:
-        if not hasattr(problem, _ENTRY):
-            setattr(problem, _ENTRY, entry)
+    except (_Problem, DescriptionError, _Problems) as found:
+        for problem in _each_of(found):
+            if not hasattr(problem, _ENTRY):
+                setattr(problem, _ENTRY, entry)
         raise
 
 
 def _system(data: object) -> System:
+    problems: list[_Problem | DescriptionError] = []
     with _reading(()):
-        top = _table(data, "the description", _TOP_KEYS)
-        name = _get(top, "name", str, "the description", "system")
-        with _reading(("links",)):
-            links = _table(top.get("links", {}), "links", _LINKS_KEYS)
-        nodes = _list(top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)", "nodes")
-        read = tuple(_read_node(node, f"nodes[{k}]", k) for k, node in enumerate(nodes))
-        _check_unique(read)
-        _check_rank_count(read)
-        return System(
-            nodes=read,
-            network=_optional_link(links, "network", GUESSED_NETWORK),
-            intra_node=_optional_link(links, "intra_node", GUESSED_INTRA_NODE),
-            name=name,
+        top = _table(data, "the description", _TOP_KEYS, problems, ())
+        name = _noting(problems, (), _get, top, "name", str, "the description", "system")
+        links = _noting(
+            problems,
+            ("links",),
+            _table,
+            top.get("links", {}),
+            "links",
+            _LINKS_KEYS,
+            problems,
+            ("links",),
         )
+        network, intra_node = (
+            _noting(problems, (), _optional_link, links or {}, key, default)
+            for key, default in (("network", GUESSED_NETWORK), ("intra_node", GUESSED_INTRA_NODE))
+        )
+        nodes = _noting(
+            problems,
+            (),
+            _list,
+            top.get("nodes"),
+            "nodes",
+            "[[nodes]] tables (name, devices)",
+            "nodes",
+        )
+        read = [
+            _noting(problems, ("nodes", k), _read_node, node, f"nodes[{k}]", k)
+            for k, node in enumerate(nodes or [])
+        ]
+        _stop_if(problems)
+        assert name is not None and network is not None and intra_node is not None
+        whole = tuple(node for node in read if node is not None)
+        _check_unique(whole)
+        _check_rank_count(whole)
+        return System(nodes=whole, network=network, intra_node=intra_node, name=name)
 
 
 def _check_unique(nodes: tuple[Node, ...]) -> None:
@@ -234,20 +298,28 @@ def _read_link(data: object, where: str, entry: Entry) -> Link:
 def _read_node(data: object, where: str, number: int) -> Node:
     where = _labelled(data, where)
     entry = ("nodes", number)
+    problems: list[_Problem | DescriptionError] = []
     with _reading(entry):
-        table = _table(data, where, _NODE_KEYS)
-        name = _get(table, "name", str, where)
-        devices = _list(
-            table.get("devices"), f"{where}.devices", "[[nodes.devices]] tables", "devices"
+        table = _table(data, where, _NODE_KEYS, problems, entry)
+        name = _noting(problems, entry, _get, table, "name", str, where)
+        host = _noting(problems, entry, _get, table, "host", str, where, "")
+        listed = _noting(
+            problems,
+            entry,
+            _list,
+            table.get("devices"),
+            f"{where}.devices",
+            "[[nodes.devices]] tables",
+            "devices",
         )
-        return Node(
-            name=name,
-            devices=tuple(
-                _read_device(d, f"{where}.devices[{k}]", (*entry, "devices", k))
-                for k, d in enumerate(devices)
-            ),
-            host=_get(table, "host", str, where, ""),
-        )
+        devices = [
+            _noting(problems, at, _read_device, d, f"{where}.devices[{k}]", at)
+            for k, d in enumerate(listed or [])
+            for at in [(*entry, "devices", k)]
+        ]
+        _stop_if(problems)
+        assert name is not None and host is not None
+        return Node(name=name, devices=tuple(d for d in devices if d is not None), host=host)
 
 
 def _read_device(data: object, where: str, entry: Entry) -> Device:
@@ -258,31 +330,69 @@ def _read_device(data: object, where: str, entry: Entry) -> Device:
 
 
 def _device_of(data: object, where: str, entry: Entry) -> Device:
+    """The device `data` describes; each of its values is checked alone (and every
+    problem found: `_Problems`), then the device as a whole."""
     where = _labelled(data, where)
-    table = _table(data, where, DEVICE_KEYS)
-    name = _get(table, "name", str, where)
-    arch = _get(table, "arch", str, where)
-    _check_kind(table, arch, where)
+    problems: list[_Problem | DescriptionError] = []
+    table = _table(data, where, DEVICE_KEYS, problems, entry)
+    name = _noting(problems, entry, _get, table, "name", str, where)
+    arch = _noting(problems, entry, _get, table, "arch", str, where)
+    if arch is not None:
+        _noting(problems, entry, _check_kind, table, arch, where)
     given: dict[str, object] = {}
-    for key in _FLOAT_KEYS:
+    for key in (*_FLOAT_KEYS, *_INT_KEYS):
         if key in table:
-            given[key] = _get(table, key, float, where)
-    for key in _INT_KEYS:
-        if key in table:
-            given[key] = _get(table, key, int, where)
+            value = _noting(problems, entry, _value_of, table, key, where)
+            if value is not None:
+                given[key] = value
     if table.get("host_link") is not None:
         link = table["host_link"]
-        given["host_link"] = _read_link(link, f"{where}.host_link", (*entry, "host_link"))
+        at = (*entry, "host_link")
+        read = _noting(problems, at, _read_link, link, f"{where}.host_link", at)
+        if read is not None:
+            given["host_link"] = read
     if "core_bw_curve" in table:
-        given["core_bw_curve"] = _read_curve(table["core_bw_curve"], where)
+        curve = _noting(problems, entry, _read_curve, table["core_bw_curve"], where)
+        if curve is not None:
+            given["core_bw_curve"] = curve
     if "cpu" in table:
-        given["cpu"] = _get(table, "cpu", str, where)
+        cpu = _noting(problems, entry, _get, table, "cpu", str, where)
+        if cpu is not None:
+            given["cpu"] = cpu
+    guessed = _noting(problems, entry, _guessed, table, where) or []
+    if name is None or arch is None:
+        _stop_if(problems)
+    assert name is not None and arch is not None
+    if not problems:
+        return guess_device(name, arch, guessed=guessed, **given)
+    # The values that were right, with the others guessed: what the device lacks as well
+    # (a CPU without cores) is said with the values at fault.
+    _noting(problems, entry, _complete, name, arch, given)
+    raise _Problems(problems)
+
+
+def _complete(name: str, arch: str, given: dict[str, object]) -> None:
+    guess_device(name, arch, **given).check_complete()
+
+
+def _value_of(table: dict[str, Any], key: str, where: str) -> object:
+    """`key`'s rate or count in `table`, checked as the Device checks it."""
+    value = _get(table, key, float if key in _FLOAT_KEYS else int, where)
+    named = table.get("name")
+    try:  # in the Device's words, as the file's values were checked by it alone before
+        check_field(key, value, f"device '{named}'" if isinstance(named, str) else where)
+    except DescriptionError as error:
+        raise _Problem(str(error), key, error.at_value) from None
+    return value
+
+
+def _guessed(table: dict[str, Any], where: str) -> list[Any]:
     guessed = _list(table.get("guessed", []), f"{where}.guessed", "field names", "guessed")
     if not all(isinstance(g, str) for g in guessed):
         raise _Problem(
             f"{where}.guessed: must be a list of field names (strings)", "guessed", at_value=True
         )
-    return guess_device(name, arch, guessed=guessed, **given)
+    return guessed
 
 
 def _read_curve(data: object, where: str) -> tuple[tuple[int, float], ...]:
@@ -348,18 +458,34 @@ def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any 
     raise _Problem(message, key, at_value=True)
 
 
-def _table(data: object, where: str, known: tuple[str, ...]) -> dict[str, Any]:
+def _table(
+    data: object,
+    where: str,
+    known: tuple[str, ...],
+    problems: list["_Problem | DescriptionError"] | None = None,
+    entry: Entry = (),
+) -> dict[str, Any]:
+    """`data` as a table of `known` keys. Each unknown key is a problem at its own line:
+    raised, or with `problems`, added there (as `entry`'s) and left out of the table
+    returned."""
     if not isinstance(data, dict):
         raise _Problem(f"{where} must be a table (an object), got {as_written(data)}")
-    unknown = [key for key in data if key not in known]
-    if unknown:
-        raise _Problem(
-            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(k) for k in unknown)}{did_you_mean(unknown[0], known)}; "
-            f"known keys: {', '.join(known)}",
-            unknown[0],
+    unknown: list[_Problem | DescriptionError] = [
+        _Problem(
+            f"{where}: unknown key {key!r}{did_you_mean(key, known)}; known keys: "
+            f"{', '.join(known)}",
+            key,
         )
-    return data
+        for key in data
+        if key not in known
+    ]
+    if unknown and problems is None:
+        raise _Problems(unknown)
+    for problem in unknown:
+        setattr(problem, _ENTRY, entry)
+    if problems is not None:
+        problems.extend(unknown)
+    return {key: value for key, value in data.items() if key in known}
 
 
 def _list(data: object, where: str, what: str, key: str) -> list[Any]:
@@ -393,8 +519,10 @@ def read_system(path: Path) -> System:
     data = parse(text, str(path))
     try:
         return _system(data)
-    except (_Problem, DescriptionError) as problem:
-        raise _in_file(problem, path, text) from None
+    except (_Problem, DescriptionError, _Problems) as found:
+        located = [_in_file(problem, path, text) for problem in _each_of(found)]
+        diagnostics = [d for error in located for d in error.diagnostics]
+        raise DhirError(diagnostics, {str(path): text}) from None
 
 
 def device_loc(path: Path, device: str, key: str | None = None) -> SourceLoc | None:

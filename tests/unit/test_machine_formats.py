@@ -352,10 +352,10 @@ def test_bad_files_point_at_the_line(
     path.write_text(text)
     with pytest.raises(DhirError) as error:
         read_system(path)
-    (diagnostic,) = error.value.diagnostics
+    # Each error of the file is reported (the curve's order and the cores, at 10:1).
+    (diagnostic,) = [d for d in error.value.diagnostics if message in d.message]
     assert f"{diagnostic.loc}: error: " in str(error.value)
     assert str(diagnostic.loc) == f"{path}:{at}"
-    assert message in diagnostic.message
 
 
 def test_a_whole_description_error_names_the_file(tmp_path: Path) -> None:
@@ -712,3 +712,71 @@ def test_a_bad_name_is_at_its_line(
     (diagnostic,) = error.value.diagnostics
     assert str(diagnostic.loc) == f"{path}:{at}"
     assert diagnostic.message.startswith(message)
+
+
+# Four errors in one file: a misspelt key, a negative rate, a wrong type, a missing name.
+_FOUR_ERRORS = {
+    "m.toml": (
+        "name = 'x'\n[[nodes]]\nname = 'n'\n[[nodes.devices]]\nname = 'c'\narch = 'x86_64'\n"
+        "peak_gflop = 10.0\nmem_bw_gbs = -5.0\ncores = 'two'\n"
+        "[[nodes.devices]]\narch = 'x86_64'\n"
+    ),
+    "m.json": (
+        '{"name": "x", "nodes": [{"name": "n", "devices": [\n'
+        '  {"name": "c", "arch": "x86_64",\n'
+        '   "peak_gflop": 10.0,\n'
+        '   "mem_bw_gbs": -5.0,\n'
+        '   "cores": "two"},\n'
+        '  {"arch": "x86_64"}]}]}\n'
+    ),
+}
+_FOUR_AT = {"m.toml": ["7:1", "8:1", "9:9", "10:1"], "m.json": ["3:4", "4:4", "5:13", "6:3"]}
+
+
+@pytest.mark.parametrize("name", sorted(_FOUR_ERRORS))
+def test_every_error_of_a_description_is_reported_at_its_line(tmp_path: Path, name: str) -> None:
+    """A description with several errors reported the first alone: fixing one to meet the
+    next took a run each."""
+    path = tmp_path / name
+    path.write_text(_FOUR_ERRORS[name])
+    with pytest.raises(DhirError) as error:
+        read_system(path)
+    said = [(str(d.loc), d.message) for d in error.value.diagnostics]
+    assert [loc for loc, _ in said] == [f"{path}:{at}" for at in _FOUR_AT[name]], said
+    messages = [message for _, message in said]
+    assert "unknown key 'peak_gflop' (did you mean 'peak_gflops'?)" in messages[0]
+    assert "device 'c': mem_bw_gbs must be a positive number, got -5.0" in messages[1]
+    assert 'cores must be a whole number, got "two"' in messages[2]
+    assert "devices[1]: missing name" in messages[3]
+
+
+def test_every_error_of_a_module_s_description_is_reported() -> None:
+    spec = (
+        '"c" = #dlti.target_device_spec<"arch" = "x86_64", "cores" = -3 : i64, '
+        '"mem_bw_gbs" = -1.0 : f64, "speed" = 3 : i64>'
+    )
+    with pytest.raises(DhirError) as error:
+        from_dlti({"dlti.target_system_spec": _spec_attr(spec)})
+    messages = [d.message for d in error.value.diagnostics]
+    assert len(messages) == 2, messages  # DLTI is open: "speed" is another consumer's
+    assert any("cores must be a positive whole number, got -3" in m for m in messages)
+    assert any("mem_bw_gbs must be a positive number, got -1.0" in m for m in messages)
+
+
+def _spec_attr(entries: str) -> TargetSystemSpecAttr:
+    module = parse_string(
+        f"module attributes {{dlti.target_system_spec = #dlti.target_system_spec<{entries}>}} {{}}"
+    )
+    spec = module.attributes["dlti.target_system_spec"]
+    assert isinstance(spec, TargetSystemSpecAttr)
+    return spec
+
+
+def test_a_file_the_reader_cannot_go_on_in_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text("name = \n[[nodes]]\ncores = -1\n")
+    with pytest.raises(DhirError) as error:
+        read_system(path)
+    (diagnostic,) = error.value.diagnostics
+    assert str(diagnostic.loc) == f"{path}:1:8"
+    assert "the file is read no further, so what follows is not checked yet" in diagnostic.message
