@@ -194,9 +194,8 @@ class TruncIOp(_OwnFormat, arith.TruncIOp):
             raise VerifyException("Destination bit-width must be smaller than the input bit-width")
 
 
-@irdl_op_definition
-class ExtSIOp(_OwnFormat, arith.ExtSIOp):
-    """xDSL 0.74 takes scalars only."""
+class _IntExtension(_OwnFormat):
+    """The signed and unsigned integer extensions, of scalars, vectors and tensors."""
 
     input = operand_def(_INT)
     result = result_def(_INT)
@@ -205,47 +204,44 @@ class ExtSIOp(_OwnFormat, arith.ExtSIOp):
         _check_widening(self.input, self.result)
 
 
-@irdl_op_definition
-class ExtUIOp(_OwnFormat, arith.ExtUIOp):
-    """xDSL 0.74 takes scalars only."""
-
-    input = operand_def(_INT)
-    result = result_def(_INT)
-
-    def verify_(self) -> None:
-        _check_widening(self.input, self.result)
-
-
-@irdl_op_definition
-class FPToSIOp(_OwnFormat, arith.FPToSIOp):
-    """xDSL 0.74 takes scalars only."""
-
+class _FloatToInt(_OwnFormat):
     input = operand_def(_FLOAT)
     result = result_def(_INT)
 
 
-@irdl_op_definition
-class FPToUIOp(_OwnFormat, arith.FPToUIOp):
-    """xDSL 0.74 takes scalars only."""
-
-    input = operand_def(_FLOAT)
-    result = result_def(_INT)
-
-
-@irdl_op_definition
-class SIToFPOp(_OwnFormat, arith.SIToFPOp):
-    """xDSL 0.74 takes scalars only."""
-
+class _IntToFloat(_OwnFormat):
     input = operand_def(_INT)
     result = result_def(_FLOAT)
 
 
 @irdl_op_definition
-class UIToFPOp(_OwnFormat, arith.UIToFPOp):
+class ExtSIOp(_IntExtension, arith.ExtSIOp):
     """xDSL 0.74 takes scalars only."""
 
-    input = operand_def(_INT)
-    result = result_def(_FLOAT)
+
+@irdl_op_definition
+class ExtUIOp(_IntExtension, arith.ExtUIOp):
+    """xDSL 0.74 takes scalars only."""
+
+
+@irdl_op_definition
+class FPToSIOp(_FloatToInt, arith.FPToSIOp):
+    """xDSL 0.74 takes scalars only."""
+
+
+@irdl_op_definition
+class FPToUIOp(_FloatToInt, arith.FPToUIOp):
+    """xDSL 0.74 takes scalars only."""
+
+
+@irdl_op_definition
+class SIToFPOp(_IntToFloat, arith.SIToFPOp):
+    """xDSL 0.74 takes scalars only."""
+
+
+@irdl_op_definition
+class UIToFPOp(_IntToFloat, arith.UIToFPOp):
+    """xDSL 0.74 takes scalars only."""
 
 
 @irdl_op_definition
