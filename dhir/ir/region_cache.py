@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 from dhir.dialects.arith import ConstantOp
 from dhir.dialects.dhir import YieldOp
 from dhir.ir.build import insert_new, new_op
+from dhir.ir.collections import settle_young
 
 if TYPE_CHECKING:
     from dhir.ir.parser import LocatedParser
@@ -101,6 +102,7 @@ class TaskBodyCache:
     ) -> Region | None:
         """The body at the parser's position, or None when there is no `{` (the
         caller reports it)."""
+        settle_young()  # a large schedule's bodies are its IR, alive: none to scan
         text = parser.lexer.input.content
         start = parser.pos
         end = _matching_brace(text, start) if text.startswith("{", start) else None

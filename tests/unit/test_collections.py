@@ -3,7 +3,7 @@ afterwards, and the objects that existed before out of the collector's sight mea
 
 import gc
 
-from dhir.ir.collections import fewer_collections
+from dhir.ir.collections import fewer_collections, settle_young
 
 
 def test_outer_block_freezes_and_restores() -> None:
@@ -105,3 +105,30 @@ def test_large_builds_dropped_one_after_another_are_freed() -> None:
             built = [[k, a] for k in range(500_000)]
         del a, b, built  # the cycle is garbage now, in the oldest generation
     assert sum(type(o) is Node for o in gc.get_objects()) < 2 * 9
+
+
+def test_a_build_larger_than_the_threshold_that_settles_meets_no_young_collection() -> None:
+    """Parsing issue 25's program (10,000 tasks) made about 2 million objects, past the
+    young threshold twice: two young collections scanned a million live objects each
+    (0.4 s). The parser settles them as it goes (`settle_young`, once per task)."""
+    generations: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            generations.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(count)
+    try:
+        with fewer_collections():
+            kept: list[list[int]] = []
+            for start in range(0, 1_200_000, 10_000):
+                kept += [[k] for k in range(start, start + 10_000)]
+                settle_young()
+        settle_young()  # outside a block: nothing frozen
+        frozen = gc.get_freeze_count()
+    finally:
+        gc.callbacks.remove(count)
+    assert generations == []
+    assert frozen == 0
+    assert len(kept) == 1_200_000
