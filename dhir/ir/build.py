@@ -12,7 +12,18 @@ directly (tests/unit/test_per_task_builds.py checks that the two ops hold the sa
 from collections.abc import Mapping, Sequence
 from typing import TypeVar, cast
 
-from xdsl.dialects.builtin import IntAttr, IntegerAttr, IntegerType, LocationAttr
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FloatData,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    LocationAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue, Use
 from xdsl.ir.core import SSAValues
 
@@ -63,15 +74,28 @@ def init_op(
         op.add_region(region)
 
 
-def integer_attr(value: int, type_: IntegerType) -> IntegerAttr[IntegerType]:
+def integer_attr(value: int, type_: IntegerType | IndexType) -> IntegerAttr:
     """`IntegerAttr(value, type_)`: without the constructor's checks of its parameters
-    when `value` lies in [0, 2^(width-1)), which every integer type holds as it is
-    (neither normalized nor refused); through the constructor else. dhir-track-tasks
-    numbers every task with one (docs/performance.md)."""
-    if not 0 <= value < 1 << (type_.width.data - 1):
+    for an index (which the constructor neither normalizes nor refuses) and when `value`
+    lies in [0, 2^(width-1)), which every integer type holds as it is; through the
+    constructor else. dhir-track-tasks numbers every task with one, and the parser's
+    cloned task bodies get their literals so (docs/performance.md)."""
+    if not isinstance(type_, IndexType) and not 0 <= value < 1 << (type_.width.data - 1):
         return IntegerAttr(value, type_)
-    attr = cast(IntegerAttr[IntegerType], IntegerAttr.__new__(IntegerAttr))
+    attr = cast(IntegerAttr, IntegerAttr.__new__(IntegerAttr))
     object.__setattr__(attr, "value", IntAttr(value))
+    object.__setattr__(attr, "type", type_)
+    return attr
+
+
+def float_attr(value: float, type_: AnyFloat) -> FloatAttr:
+    """`FloatAttr(value, type_)`: rounded to an f32 or f64 as the constructor rounds it,
+    without its checks of the parameters; through the constructor for other types."""
+    if not isinstance(type_, Float32Type | Float64Type):
+        return FloatAttr(value, type_)
+    rounded = type_.unpack(type_.pack((value,)), 1)[0]  # as the constructor does
+    attr = cast(FloatAttr, FloatAttr.__new__(FloatAttr))
+    object.__setattr__(attr, "value", FloatData(rounded))
     object.__setattr__(attr, "type", type_)
     return attr
 

@@ -35,7 +35,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dhir.dialects.arith import ConstantOp
 from dhir.dialects.dhir import YieldOp
-from dhir.ir.build import insert_new, new_op
+from dhir.ir.build import float_attr, insert_new, integer_attr, new_op
 from dhir.ir.collections import settle_young
 
 if TYPE_CHECKING:
@@ -398,10 +398,12 @@ def _constant_value(op: Operation, literal: str) -> Attribute | None:
     """The value the parser gives `literal` in place of `op`'s (an arith.constant of
     the prototype, whose value says how the literal reads); None for other ops."""
     attr = op.properties.get("value") if isinstance(op, ConstantOp) else None
+    # Without the constructors' checks: a generated schedule's literals are mostly
+    # distinct, and each attribute took 20-30 us through them (docs/performance.md).
     if isinstance(attr, FloatAttr):
-        return FloatAttr(float(literal), attr.type)
+        return float_attr(float(literal), attr.type)
     if isinstance(attr, IntegerAttr):
-        return IntegerAttr(int(literal), attr.type)
+        return integer_attr(int(literal), attr.type)
     return None
 
 

@@ -10,7 +10,11 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
+    AnyFloat,
+    BFloat16Type,
     DenseArrayBase,
+    FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -18,7 +22,9 @@ from xdsl.dialects.builtin import (
     Signedness,
     StringAttr,
     SymbolRefAttr,
+    f16,
     f32,
+    f64,
     i1,
     i32,
     i64,
@@ -31,7 +37,7 @@ from dhir.context import make_context
 from dhir.dialects import arith, func, scf
 from dhir.dialects import dhir as dhir_dialect
 from dhir.dialects.dhir import TargetType, TaskOp, TokenType, YieldOp
-from dhir.ir.build import insert_new, integer_attr, move_ops, new_op
+from dhir.ir.build import float_attr, insert_new, integer_attr, move_ops, new_op
 from dhir.ir.parser import LocatedParser
 from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.place import RANK_ATTR, PlacePass
@@ -178,12 +184,20 @@ def test_track_tasks_builds_no_integer_attribute_through_its_constructor(
 
 
 @pytest.mark.parametrize(
-    "type_", [i64, i32, i1, IntegerType(8, Signedness.SIGNED), IntegerType(8, Signedness.UNSIGNED)]
+    "type_",
+    [
+        i64,
+        i32,
+        i1,
+        IntegerType(8, Signedness.SIGNED),
+        IntegerType(8, Signedness.UNSIGNED),
+        IndexType(),
+    ],
 )
 @pytest.mark.parametrize(
-    "value", [0, 1, 127, 128, 255, 256, 2**31 - 1, 2**31, 2**63 - 1, 2**63, -1]
+    "value", [0, 1, 127, 128, 255, 256, 2**31 - 1, 2**31, 2**63 - 1, 2**63, -1, 2**70]
 )
-def test_integer_attr_is_the_constructors(type_: IntegerType, value: int) -> None:
+def test_integer_attr_is_the_constructors(type_: IntegerType | IndexType, value: int) -> None:
     """Equal to the constructor's attribute, or refused as it refuses: values it would
     normalize (2**31 in i32 is -2**31) or refuse go through it."""
     try:
@@ -360,3 +374,17 @@ SCHEDULE = """func.func @main(%a: memref<4xf32>, %b: memref<4xf32>) {
 def test_task_headers_written_otherwise_read_alike(header: str) -> None:
     plain = parse_string(SCHEDULE.replace("HEADER", "%cpu, %a, %b"))
     assert print_module(parse_string(SCHEDULE.replace("HEADER", header))) == print_module(plain)
+
+
+@pytest.mark.parametrize("value", [0.1, -2.5e3, 1e39, -0.0, 7.0, 1e-50, float("inf")])
+@pytest.mark.parametrize("kind", [f32, f64, f16, BFloat16Type()])
+def test_float_attr_is_the_constructors(value: float, kind: AnyFloat) -> None:
+    """Rounded as the constructor rounds (0.1 as an f32), refused alike (1e39)."""
+    try:
+        made: object = FloatAttr(value, kind)
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            float_attr(value, kind)
+        return
+    fast = float_attr(value, kind)
+    assert fast == made and str(fast) == str(made) and hash(fast) == hash(made)
