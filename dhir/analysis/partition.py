@@ -39,6 +39,7 @@ from dhir.analysis.regions import Regions
 from dhir.analysis.validity import Box
 from dhir.dialects import func
 from dhir.dialects.dhir import ScheduleOp, TaskOp, walk_outside_tasks
+from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import is_gpu_task, rows_of
 
 # Rows lo <= r < hi of the first dimension.
@@ -150,7 +151,7 @@ class Storage:
         rows = tuple(_spans(boxes, memref.row_bytes) for boxes in touched)
         extent = memref.shape[0] if memref.shape else 0
         if all(r == ((0, extent),) for r in rows):
-            return Whole("every rank's tasks touch all its rows")
+            return Whole("every rank's tasks touch all its rows" + _spanning(memref, extent))
         return rows
 
     def held(self, memref: Stored, rows: Rows | Whole) -> int:
@@ -159,6 +160,17 @@ class Storage:
         if isinstance(rows, Whole):
             return memref.size or 0
         return sum(hi - lo for lo, hi in rows) * memref.row_bytes
+
+
+def _spanning(memref: Stored, extent: int) -> str:
+    """Where a task that alone touches every row of `memref` is (a column of it read in
+    a row block's task, say), so that the user sees which access keeps it whole; empty
+    when it takes several tasks."""
+    for task, boxes in memref.boxes.items():
+        if _rows(boxes) == ((0, extent),):
+            loc = loc_of(task)
+            return f" (the task at {loc} alone touches every row)" if loc is not None else ""
+    return ""
 
 
 def storage(

@@ -138,6 +138,54 @@ def test_what_stays_whole_says_why(text: str, final: tuple[str, ...], reason: st
         assert reason in found.whole[0].reason
 
 
+COLUMNS = """func.func @main(%a: memref<6x4xf64>, %b: memref<6x4xf64>) {
+  dhir.schedule %a, %b {
+    %cpu = dhir.target {kind = "cpu"}
+    dhir.task %cpu, %a, %b attributes {dhir.rank = 0 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      scf.for %i = %c0 to %c3 step %c1 {
+        %x = memref.load %a[%i, %c0] : memref<6x4xf64>
+        memref.store %x, %b[%i, %c0] : memref<6x4xf64>
+      }
+    }
+    dhir.task %cpu, %a, %b attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c3 = arith.constant 3 : index
+      %c6 = arith.constant 6 : index
+      scf.for %i = %c0 to %c6 step %c1 {
+        %x = memref.load %a[%i, %c1] : memref<6x4xf64>
+        memref.store %x, %b[%c3, %c1] : memref<6x4xf64>
+      }
+    }
+    dhir.task %cpu, %a attributes {dhir.rank = 0 : i64} {
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c6 = arith.constant 6 : index
+      scf.for %i = %c3 to %c6 step %c1 {
+        %x = memref.load %a[%i, %c2] : memref<6x4xf64>
+        memref.store %x, %a[%i, %c3] : memref<6x4xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+def test_a_task_touching_every_row_is_named_where_it_keeps_a_memref_whole() -> None:
+    # The task on rank 1 reads a column of %a, all its rows; rank 0's two tasks touch all
+    # rows of %a between them. No task alone touches every row of %b.
+    found = bands_of(COLUMNS, 2)
+    assert found.whole[0].reason == (
+        "every rank's tasks touch all its rows (the task at <string>:13:5 alone touches every row)"
+    )
+    assert 1 in found.bands
+
+
 def test_one_rank_and_two_schedules_stay_whole() -> None:
     assert "one rank" in bands_of(stencil(18, 2, [0, 0]), 1).whole[0].reason
     text = stencil(18, 2, [0, 1])
