@@ -69,7 +69,6 @@ from dhir.placement.from_ir import (
     END_TASK,
     device_name,
     end_as_built,
-    has_gpu_tasks,
     has_machine,
     machine_for,
     rank_of_device,
@@ -413,7 +412,7 @@ def _footprint(placed: Sequence[tuple[AsBuilt | None, Placement]], entry: str) -
         return None
     as_built = built[0]
     count = len(as_built.devices)
-    stored = program_storage(function, count, entry, has_gpu_tasks(module))
+    stored = program_storage(function, count, entry)
     touched = footprint(function, count, ranks)
     devices = as_built.devices
     capacity = [d.memory_bytes for d in devices]

@@ -20,7 +20,7 @@ dhir.analysis.partition (a time loop that finds no fixed layout).
 """
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from dhir.analysis.footprint import Whole
 from dhir.analysis.outputs import final_to_root
@@ -50,14 +50,13 @@ class MemoryLimits:
         devices: Sequence[Device],
         where: Callable[[Device], str],
         entry: str = "main",
-        gpu: bool = False,
     ) -> "MemoryLimits | None":
         """The limits for `function` (the entry) on ranks on `devices`; None when no
-        device gives its `memory_bytes`. `gpu`: the program is built for GPUs, which
-        keeps every memref whole. Refuses at once a memref held whole that does not fit."""
+        device gives its `memory_bytes`. Refuses at once a memref held whole that does not
+        fit."""
         if all(d.memory_bytes is None for d in devices):
             return None
-        found = program_storage(function, len(devices), entry, gpu)
+        found = program_storage(function, len(devices), entry)
         whole = [(m, m.whole) for m in found.memrefs if m.whole is not None and m.size]
         limits = MemoryLimits(found, devices, where, [list(whole) for _ in devices])
         limits.check(limits.held)
@@ -173,19 +172,13 @@ def program_storage(
     function: func.FuncOp,
     ranks: int,
     entry: str,
-    gpu: bool,
     regions: Mapping[TaskOp, Regions] | None = None,
 ) -> Storage:
     """The storage of `function` (the entry) on `ranks` ranks as the native backend keeps
-    it: partitioned where dhir.analysis.partition allows, except in a build for GPUs
-    (`gpu`), which keeps every memref whole. `regions`: tasks' access regions, where
-    already found."""
-    found = storage(function, ranks, final_to_root(function, entry), regions)
-    if not gpu:
-        return found
-    reason = Whole("a build for GPUs keeps every memref whole")
-    kept = tuple(m if m.whole else replace(m, whole=reason) for m in found.memrefs)
-    return replace(found, memrefs=kept)
+    it: partitioned where dhir.analysis.partition allows, in a build for GPUs too (a
+    memref a whole GPU task uses stays whole there). `regions`: tasks' access regions,
+    where already found."""
+    return storage(function, ranks, final_to_root(function, entry), regions)
 
 
 def resident(found: Storage, placement: Mapping[TaskOp, int]) -> list[int]:

@@ -44,7 +44,6 @@ from dhir.placement.as_built import place_program
 from dhir.placement.constraints import Constraints, RankFacts, settle
 from dhir.placement.cost_model import CostModel
 from dhir.placement.from_ir import (
-    has_gpu_tasks,
     has_machine,
     local_devices,
     machine_for,
@@ -236,7 +235,7 @@ def entry_storage(
     function = SymbolTable.lookup_symbol(module, entry)
     if not isinstance(function, FuncOp):
         return None
-    return program_storage(function, ranks, entry, has_gpu_tasks(module), regions)
+    return program_storage(function, ranks, entry, regions)
 
 
 def memory_limits(
@@ -260,7 +259,7 @@ def memory_limits(
         at = described_at(module, device.name, "memory_bytes")
         return f"'{system.name}'" + (f", {at}" if at is not None else "")
 
-    return MemoryLimits.of(function, devices, where, entry, gpu=has_gpu_tasks(module))
+    return MemoryLimits.of(function, devices, where, entry)
 
 
 def drop_unmatched(profile: Profile, module: ModuleOp, path: str) -> None:

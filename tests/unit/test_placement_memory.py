@@ -346,3 +346,51 @@ def test_a_memref_of_unknown_size_makes_up_no_bytes_that_refuse_a_run(
     system = tmp_path / "small.toml"
     system.write_text(to_toml(read_system(_system(tmp_path / "one.json", 2, memory=16))))
     assert main(["schedule", str(program), "--system", str(system)]) == 0, capsys.readouterr().err
+
+
+PARTLY_GPU = """func.func @main(%g: memref<64xi32>, %x: memref<64x8xi32>) {
+  dhir.schedule %g, %x {
+    %cpu = dhir.target {kind = "cpu"}
+    %gpu = dhir.target {arch = "sm_90"}
+    %double = dhir.task %gpu, %g attributes {dhir.rank = 1 : i64} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %n = arith.constant 64 : index
+      scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+        %v = memref.load %g[%i] : memref<64xi32>
+        %w = arith.addi %v, %v : i32
+        memref.store %w, %g[%i] : memref<64xi32>
+      }
+    }
+    TASKS
+  }
+  return
+}
+"""
+ROWS = """%rows{r} = dhir.task %cpu, %x attributes {{dhir.rank = {r} : i64}} {{
+      %c1 = arith.constant 1 : index
+      %c0 = arith.constant 0 : index
+      %lo = arith.constant {lo} : index
+      %hi = arith.constant {hi} : index
+      scf.for %i = %lo to %hi step %c1 {{
+        %v = memref.load %x[%i, %c0] : memref<64x8xi32>
+        %w = arith.muli %v, %v : i32
+        memref.store %w, %x[%i, %c0] : memref<64x8xi32>
+      }}
+    }}
+    """
+
+
+def test_a_build_for_gpus_is_modelled_as_it_partitions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The build partitions a memref no whole GPU task uses, in a build for GPUs too
+    (test_gpu_runtime.py::test_memrefs_no_gpu_task_uses_are_partitioned): dhir schedule
+    and placement's memory model said every rank held it whole."""
+    tasks = "".join(ROWS.format(r=r, lo=32 * r, hi=32 * r + 32) for r in (0, 1))
+    program = tmp_path / "gpu.mlir"
+    program.write_text(PARTLY_GPU.replace("TASKS", tasks))
+    assert main(["schedule", str(program), "-n", "2", "--placement", "round-robin"]) == 0
+    out = capsys.readouterr().out
+    assert "  %x: partitioned, rank 0 rows 0..31; rank 1 rows 32..63" in out
+    assert "  %g: whole on every rank, a GPU task uses it (device copies are whole)" in out
