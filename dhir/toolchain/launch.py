@@ -47,6 +47,13 @@ _SIGNAL_REPORT = re.compile(r"\bsignal\s+(\d+)\b")
 _MPICH_EXIT = re.compile(r"^=\s+EXIT CODE: (\d+)$", re.M)
 # How dhir's runtime reports a rank dying of a signal: "the rank died of SIGFPE (...)".
 _RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
+# The signals a rank's own code dies of (not one sent from outside, as SIGKILL), which
+# the interpreter finds at their op: a division by zero, an access out of bounds, ...
+_CRASHES = {"SIGFPE", "SIGSEGV", "SIGBUS", "SIGILL", "SIGABRT"}
+CRASH_HINT = (
+    "to find the op (or the call of linked code) that fails, run the program with "
+    '--backend interp (backend="interp" in dhir.run), which stops there'
+)
 # mpirun forwards SIGTERM to its ranks and cleans up; this is how long it gets before SIGKILL.
 TERMINATE_GRACE_S = 3.0
 # How long a timed-out traced run's ranks get to write what they recorded (from memory).
@@ -434,6 +441,8 @@ def _launch(
         if check is None and errors is not None:
             check = located_report(text + output, read_states(errors))
             found = f"{check.what}; " if check is not None else ""
+        if check is None and reported is not None and reported.group(1) in _CRASHES:
+            how += f"; {CRASH_HINT}"
         raise DhirError(
             [
                 Diagnostic(

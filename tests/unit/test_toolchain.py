@@ -1074,3 +1074,27 @@ def test_a_rank_that_reported_itself_before_its_state_is_not_said_unstarted(
     with pytest.raises(DhirError, match="exited with status 1") as caught:
         _launch(command, dict(os.environ), 30, tmp_path / "log", 2, errors)
     assert "no rank got past MPI_Init (mpirun had not started" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("report", "hint"),
+    [
+        ("the rank died of SIGFPE (arithmetic error, such as an integer division by zero)", True),
+        ("the rank died of SIGSEGV (invalid memory access)", True),
+        ("the rank died of SIGABRT (aborted)", True),
+        ("the rank exited with status 3 before the program ended", False),
+    ],
+)
+def test_a_rank_that_crashed_points_at_the_interpreter(
+    tmp_path: Path, report: str, hint: bool
+) -> None:
+    """A crash names the task, not the op: the interpreter stops at the op (a division by
+    zero, an access out of bounds) or call of linked code that fails, so the error says
+    to run it there."""
+    errors = tmp_path / "errors"
+    errors.mkdir()
+    (errors / "rank1.err").write_text(f"dhir: error on rank 1: {report}\n")
+    command = ["sh", "-c", "exit 8"]
+    with pytest.raises(DhirError, match="exited with status 8") as caught:
+        _launch(command, dict(os.environ), 30, tmp_path / "log", 2, errors)
+    assert ("--backend interp" in str(caught.value)) == hint, str(caught.value)
