@@ -61,86 +61,79 @@ from xdsl.traits import Pure
 from dhir.dialects import with_replaced_ops
 
 _NO_AXES = DenseArrayBase(i16, BytesAttr(b""))
+_AXIS = IntegerAttr.constr(IndexTypeConstr)
+
+
+def _collective_format(properties: str) -> str:
+    return (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? "
+        f"{properties} attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+class _TensorCollectiveOp(CollectiveCommunicationOp):
+    """A collective over a group of the grid's devices, from a tensor to a tensor (its
+    properties declared by each op)."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
 
 
 @irdl_op_definition
-class AllGatherOp(CollectiveCommunicationOp):
+class AllGatherOp(_TensorCollectiveOp):
     """Each device of a group gets the group's tensors joined along `gather_axis`."""
 
     name = "shard.all_gather"
-    input = operand_def(TensorType)
-    gather_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `gather_axis` `=` $gather_axis "
-        "attr-dict `:` type($input) `->` type($result)"
-    )
+    gather_axis = prop_def(_AXIS)
+    assembly_format = _collective_format("`gather_axis` `=` $gather_axis")
 
 
 @irdl_op_definition
-class AllSliceOp(CollectiveCommunicationOp):
+class AllSliceOp(_TensorCollectiveOp):
     """Each device of a group keeps its slice of the tensor along `slice_axis`."""
 
     name = "shard.all_slice"
-    input = operand_def(TensorType)
-    slice_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `slice_axis` `=` $slice_axis "
-        "attr-dict `:` type($input) `->` type($result)"
-    )
+    slice_axis = prop_def(_AXIS)
+    assembly_format = _collective_format("`slice_axis` `=` $slice_axis")
 
 
 @irdl_op_definition
-class AllToAllOp(CollectiveCommunicationOp):
+class AllToAllOp(_TensorCollectiveOp):
     """Each device splits its tensor along `split_axis`, sends part K to the group's
     device K, and joins what it gets along `concat_axis`."""
 
     name = "shard.all_to_all"
-    input = operand_def(TensorType)
-    split_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
-    concat_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `split_axis` `=` $split_axis "
-        "`concat_axis` `=` $concat_axis attr-dict `:` type($input) `->` type($result)"
+    split_axis = prop_def(_AXIS)
+    concat_axis = prop_def(_AXIS)
+    assembly_format = _collective_format(
+        "`split_axis` `=` $split_axis `concat_axis` `=` $concat_axis"
     )
 
 
 @irdl_op_definition
-class ReduceScatterOp(CollectiveCommunicationOp):
+class ReduceScatterOp(_TensorCollectiveOp):
     """The group's tensors reduced, each device keeping its slice along `scatter_axis`."""
 
     name = "shard.reduce_scatter"
-    input = operand_def(TensorType)
     reduction = prop_def(ReductionKindAttr, default_value=ReductionKindAttr(ReductionKind.SUM))
-    scatter_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? (`reduction` `=` $reduction^)? "
-        "`scatter_axis` `=` $scatter_axis attr-dict `:` type($input) `->` type($result)"
+    scatter_axis = prop_def(_AXIS)
+    assembly_format = _collective_format(
+        "(`reduction` `=` $reduction^)? `scatter_axis` `=` $scatter_axis"
     )
 
 
 @irdl_op_definition
-class ShiftOp(CollectiveCommunicationOp):
+class ShiftOp(_TensorCollectiveOp):
     """Each device of a group gets the tensor of the device `offset` before it along
     `shift_axis`; with `rotate`, round the group (xDSL 0.74 requires `rotate`)."""
 
     name = "shard.shift"
-    input = operand_def(TensorType)
-    shift_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    shift_axis = prop_def(_AXIS)
     offset = prop_def(IntegerAttr[I64])
     rotate = opt_prop_def(UnitAttr)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = (
-        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `shift_axis` `=` $shift_axis "
-        "`offset` `=` $offset (`rotate` $rotate^)? attr-dict `:` type($input) `->` type($result)"
+    assembly_format = _collective_format(
+        "`shift_axis` `=` $shift_axis `offset` `=` $offset (`rotate` $rotate^)?"
     )
 
 
@@ -178,27 +171,28 @@ class ProcessLinearIndexOp(IRDLOperation):
     assembly_format = "`on` $grid attr-dict `:` type($result)"
 
 
-@irdl_op_definition
-class ProcessMultiIndexOp(IRDLOperation):
-    """This device's coordinates on the grid's `axes` (all axes when empty)."""
+class _GridAxesQueryOp(IRDLOperation):
+    """An index per axis of the grid named by `grid` (all its axes when `axes` is empty)."""
 
-    name = "shard.process_multi_index"
     grid = prop_def(FlatSymbolRefAttr)
     axes = prop_def(DenseArrayBase.constr(i16), default_value=_NO_AXES)
     result = var_result_def(IndexType)
     traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class ProcessMultiIndexOp(_GridAxesQueryOp):
+    """This device's coordinates on the grid's `axes` (all axes when empty)."""
+
+    name = "shard.process_multi_index"
     assembly_format = "`on` $grid (`axes` `=` $axes^)? attr-dict `:` type($result)"
 
 
 @irdl_op_definition
-class GridShapeOp(IRDLOperation):
+class GridShapeOp(_GridAxesQueryOp):
     """The grid's sizes on `axes` (all axes when empty)."""
 
     name = "shard.grid_shape"
-    grid = prop_def(FlatSymbolRefAttr)
-    axes = prop_def(DenseArrayBase.constr(i16), default_value=_NO_AXES)
-    result = var_result_def(IndexType)
-    traits = traits_def(Pure())
     assembly_format = "$grid (`axes` `=` $axes^)? attr-dict `:` type($result)"
 
 
