@@ -528,10 +528,16 @@ static void report_crashes(void) {
     signal(CRASH_SIGNALS[k], on_crash);
 }
 
-/* Writes a failing check's numbers to standard error and the rank's error file, as one
- * write each: lines of threads failing together stay whole, as a crash's report. */
-static void report_check(const char *line, int length, size_t capacity) {
-  if (length < 0 || (size_t)length >= capacity)
+/* Writes a failing check's numbers, formatted as printf does, to standard error and the
+ * rank's error file, as one write each: lines of threads failing together stay whole, as a
+ * crash's report. A line too long for the buffer is not written. */
+static void __attribute__((format(printf, 1, 2))) report_check(const char *format, ...) {
+  char line[256];
+  va_list args;
+  va_start(args, format);
+  int length = vsnprintf(line, sizeof line, format, args);
+  va_end(args);
+  if (length < 0 || (size_t)length >= sizeof line)
     return;
   ssize_t ignored = write(STDERR_FILENO, line, (size_t)length);
   if (crash_path[0] != '\0') {
@@ -545,65 +551,47 @@ static void report_check(const char *line, int length, size_t capacity) {
 }
 
 void dhir_rt_out_of_bounds(int64_t dim, int64_t index, int64_t size) {
-  char line[256];
-  int length = snprintf(line, sizeof line,
-                        "dhir: out-of-bounds access on rank %d: index %lld of dimension %lld, "
-                        "whose size is %lld\n",
-                        world_rank, (long long)index, (long long)dim, (long long)size);
-  report_check(line, length, sizeof line);
+  report_check("dhir: out-of-bounds access on rank %d: index %lld of dimension %lld, "
+               "whose size is %lld\n",
+               world_rank, (long long)index, (long long)dim, (long long)size);
 }
 
 void dhir_rt_cast_size(int64_t dim, int64_t size, int64_t needed) {
-  char line[256];
-  int length = snprintf(line, sizeof line,
-                        "dhir: size mismatch on rank %d: dimension %lld of the cast's operand "
-                        "has %lld, where its type says %lld\n",
-                        world_rank, (long long)dim, (long long)size, (long long)needed);
-  report_check(line, length, sizeof line);
+  report_check("dhir: size mismatch on rank %d: dimension %lld of the cast's operand "
+               "has %lld, where its type says %lld\n",
+               world_rank, (long long)dim, (long long)size, (long long)needed);
 }
 
 void dhir_rt_cast_layout(int64_t dim, int64_t have, int64_t want) {
-  char line[256];
-  int length =
-      dim < 0 ? snprintf(line, sizeof line,
-                         "dhir: layout mismatch on rank %d: the cast's operand has offset %lld, "
-                         "where its type says %lld\n",
-                         world_rank, (long long)have, (long long)want)
-              : snprintf(line, sizeof line,
-                         "dhir: layout mismatch on rank %d: dimension %lld of the cast's operand "
-                         "has stride %lld, where its type says %lld\n",
-                         world_rank, (long long)dim, (long long)have, (long long)want);
-  report_check(line, length, sizeof line);
+  if (dim < 0)
+    report_check("dhir: layout mismatch on rank %d: the cast's operand has offset %lld, "
+                 "where its type says %lld\n",
+                 world_rank, (long long)have, (long long)want);
+  else
+    report_check("dhir: layout mismatch on rank %d: dimension %lld of the cast's operand "
+                 "has stride %lld, where its type says %lld\n",
+                 world_rank, (long long)dim, (long long)have, (long long)want);
 }
 
 void dhir_rt_subview_numbers(int64_t dim, int64_t offset, int64_t size, int64_t stride,
                              int64_t extent) {
-  char line[256];
-  int length = snprintf(line, sizeof line,
-                        "dhir: subview out of bounds on rank %d: dimension %lld has offset %lld, "
-                        "size %lld and stride %lld in a source of %lld\n",
-                        world_rank, (long long)dim, (long long)offset, (long long)size,
-                        (long long)stride, (long long)extent);
-  report_check(line, length, sizeof line);
+  report_check("dhir: subview out of bounds on rank %d: dimension %lld has offset %lld, "
+               "size %lld and stride %lld in a source of %lld\n",
+               world_rank, (long long)dim, (long long)offset, (long long)size,
+               (long long)stride, (long long)extent);
 }
 
 void dhir_rt_expand_sizes(int64_t dim, int64_t product, int64_t size) {
-  char line[256];
-  int length = snprintf(line, sizeof line,
-                        "dhir: size mismatch on rank %d: expand_shape's sizes for dimension %lld "
-                        "multiply to %lld, where its source has %lld\n",
-                        world_rank, (long long)dim, (long long)product, (long long)size);
-  report_check(line, length, sizeof line);
+  report_check("dhir: size mismatch on rank %d: expand_shape's sizes for dimension %lld "
+               "multiply to %lld, where its source has %lld\n",
+               world_rank, (long long)dim, (long long)product, (long long)size);
 }
 
 void dhir_rt_loop_size(int64_t operand, int64_t dim, int64_t size, int64_t extent) {
-  char line[256];
-  int length = snprintf(line, sizeof line,
-                        "dhir: size mismatch on rank %d: dimension %lld of operand #%lld has "
-                        "%lld, where the loop along it runs %lld times\n",
-                        world_rank, (long long)dim, (long long)operand, (long long)size,
-                        (long long)extent);
-  report_check(line, length, sizeof line);
+  report_check("dhir: size mismatch on rank %d: dimension %lld of operand #%lld has "
+               "%lld, where the loop along it runs %lld times\n",
+               world_rank, (long long)dim, (long long)operand, (long long)size,
+               (long long)extent);
 }
 
 /* Whether DHIR_RT_STATS asks for the counts. Checked at start-up too (dhir checks it
