@@ -83,6 +83,7 @@ from xdsl.dialects.utils import FastMathFlag as FastMathFlag
 # isort: on
 
 from dhir.dialects import with_replaced_ops
+from dhir.dialects.format import parse_type_pair, print_type_pair
 
 _INT = container_of(base(IntegerType))
 _INT_OR_INDEX = arith.signlessIntegerLike
@@ -299,10 +300,7 @@ class TruncFOp(arith.TruncFOp):
             flags = arith.FastMathFlagsAttr.parse_parameter(parser)
             properties["fastmath"] = arith.FastMathFlagsAttr(flags)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source = parser.parse_type()
-        parser.parse_keyword("to")
-        target = parser.parse_type()
+        source, target = parse_type_pair(parser, "to")
         (input_,) = parser.resolve_operands([operand], [source], parser.pos)
         return cls.create(
             operands=[input_], result_types=[target], properties=properties, attributes=attributes
@@ -317,10 +315,7 @@ class TruncFOp(arith.TruncFOp):
             printer.print_string(" fastmath")
             self.fastmath.print_parameter(printer)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        print_type_pair(printer, self.input.type, "to", self.result.type)
 
 
 @irdl_op_definition

@@ -135,6 +135,22 @@ def print_type_list(printer: Printer, types: Iterable[Attribute]) -> None:
     printer.print_list(types, printer.print_attribute)
 
 
+def parse_type_pair(parser: Parser, keyword: str) -> tuple[Attribute, Attribute]:
+    """`: A keyword B`, the end of a cast's syntax (`: vector<4xf32> to vector<2x2xf32>`)."""
+    parser.parse_punctuation(":")
+    first = parser.parse_type()
+    parser.parse_keyword(keyword)
+    return first, parser.parse_type()
+
+
+def print_type_pair(printer: Printer, first: Attribute, keyword: str, second: Attribute) -> None:
+    """Prints what `parse_type_pair` reads."""
+    printer.print_string(" : ")
+    printer.print_attribute(first)
+    printer.print_string(f" {keyword} ")
+    printer.print_attribute(second)
+
+
 def redefine_operands(operands: Mapping[str, OperandDef]) -> Callable[[OpT], OpT]:
     """Class decorator giving a subclass of an xDSL op other constraints on the operands
     named in `operands` (their order is kept); like `redefine`, the base op's own

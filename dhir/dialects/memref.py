@@ -80,7 +80,9 @@ from dhir.dialects.format import (
     custom_format,
     has_terminator,
     optional_property,
+    parse_type_pair,
     print_type_list,
+    print_type_pair,
     redefine,
     redefine_operands,
     split_properties,
@@ -863,20 +865,14 @@ class TransposeOp(IRDLOperation):
         printer.print_operand(self.source)
         printer.print_string(f" {self.permutation.data}")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        print_type_pair(printer, self.source.type, "to", self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> "TransposeOp":
         source = parser.parse_unresolved_operand()
         permutation = AffineMapAttr(parser.parse_affine_map())
         attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        result_type = parser.parse_type()
+        source_type, result_type = parse_type_pair(parser, "to")
         return cls.build(
             operands=[parser.resolve_operand(source, source_type)],
             result_types=[result_type],

@@ -47,7 +47,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
@@ -75,7 +75,13 @@ from xdsl.dialects.vector import (
 # isort: on
 
 from dhir.dialects import with_replaced_ops
-from dhir.dialects.format import AngleBracketEnum, print_type_list, split_properties
+from dhir.dialects.format import (
+    AngleBracketEnum,
+    parse_type_pair,
+    print_type_list,
+    print_type_pair,
+    split_properties,
+)
 from dhir.dialects.layouts import strided_layout
 
 I64Array = ArrayAttr[IntegerAttr]
@@ -186,10 +192,7 @@ class InsertStridedSliceOp(IRDLOperation):
         parser.parse_punctuation(",")
         dest = parser.parse_unresolved_operand()
         attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("into")
-        dest_type = parser.parse_type()
+        source_type, dest_type = parse_type_pair(parser, "into")
         source, dest = parser.resolve_operands([source, dest], [source_type, dest_type], parser.pos)
         props = {k: attrs.pop(k) for k in ("offsets", "strides") if k in attrs}
         return cls.create(
@@ -227,10 +230,7 @@ class InsertStridedSliceOp(IRDLOperation):
         printer.print_string(", ")
         printer.print_operand(self.dest)
         printer.print_op_attributes({**self.properties, **self.attributes})
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" into ")
-        printer.print_attribute(self.dest.type)
+        print_type_pair(printer, self.source.type, "into", self.dest.type)
 
 
 @irdl_op_definition
@@ -262,10 +262,7 @@ class TransposeOp(IRDLOperation):
         parser.parse_punctuation(",")
         permutation = _parse_i64_list(parser)
         attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        result_type = parser.parse_type()
+        source_type, result_type = parse_type_pair(parser, "to")
         source = parser.resolve_operand(source, source_type)
         return cls.create(
             operands=[source],
@@ -280,10 +277,7 @@ class TransposeOp(IRDLOperation):
         printer.print_string(", ")
         _print_i64_list(printer, self.permutation)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.vector.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.result.type)
+        print_type_pair(printer, self.vector.type, "to", self.result.type)
 
 
 @irdl_op_definition
@@ -783,6 +777,27 @@ class CompressStoreOp(IRDLOperation):
     )
 
 
+def _parse_kind_and_operands(
+    parser: Parser,
+) -> tuple[vector.CombiningKindAttr, int, list[UnresolvedOperand]]:
+    """`<kind>, %a, %b` of the reductions: the kind, where the operands start, the operands."""
+    kind = vector.CombiningKindAttr(vector.CombiningKindAttr.parse_parameter(parser))
+    parser.parse_punctuation(",")
+    pos = parser.pos
+    first = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    return kind, pos, [first, parser.parse_unresolved_operand()]
+
+
+def _print_kind_and_operands(
+    printer: Printer, kind: vector.CombiningKindAttr, operands: Sequence[SSAValue]
+) -> None:
+    printer.print_string(" ")
+    kind.print_parameter(printer)
+    printer.print_string(", ")
+    printer.print_list(operands, printer.print_operand)
+
+
 @irdl_op_definition
 class MultiDimReductionOp(IRDLOperation):
     """`vector.multi_reduction <kind>, %source, %acc [dims] : S to A`. xDSL 0.74 lacks this op."""
@@ -799,18 +814,10 @@ class MultiDimReductionOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "MultiDimReductionOp":
-        kind = vector.CombiningKindAttr(vector.CombiningKindAttr.parse_parameter(parser))
-        parser.parse_punctuation(",")
-        pos = parser.pos
-        source = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        acc = parser.parse_unresolved_operand()
+        kind, pos, (source, acc) = _parse_kind_and_operands(parser)
         attrs = parser.parse_optional_attr_dict()
         dims = _parse_i64_list(parser)
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_keyword("to")
-        dest_type = parser.parse_type()
+        source_type, dest_type = parse_type_pair(parser, "to")
         operands = parser.resolve_operands([source, acc], [source_type, dest_type], pos)
         return cls.create(
             operands=operands,
@@ -820,17 +827,11 @@ class MultiDimReductionOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        self.kind.print_parameter(printer)
-        printer.print_string(", ")
-        printer.print_list(self.operands, printer.print_operand)
+        _print_kind_and_operands(printer, self.kind, self.operands)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" ")
         _print_i64_list(printer, self.reduction_dims)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" to ")
-        printer.print_attribute(self.dest.type)
+        print_type_pair(printer, self.source.type, "to", self.dest.type)
 
 
 @irdl_op_definition
@@ -852,12 +853,7 @@ class ScanOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> "ScanOp":
-        kind = vector.CombiningKindAttr(vector.CombiningKindAttr.parse_parameter(parser))
-        parser.parse_punctuation(",")
-        pos = parser.pos
-        source = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        init = parser.parse_unresolved_operand()
+        kind, pos, (source, init) = _parse_kind_and_operands(parser)
         props, attrs = split_properties(cls, parser.parse_optional_attr_dict())
         parser.parse_punctuation(":")
         source_type = parser.parse_type()
@@ -872,10 +868,7 @@ class ScanOp(IRDLOperation):
         )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        self.kind.print_parameter(printer)
-        printer.print_string(", ")
-        printer.print_list(self.operands, printer.print_operand)
+        _print_kind_and_operands(printer, self.kind, self.operands)
         shown = {"reduction_dim": self.reduction_dim, "inclusive": self.inclusive}
         printer.print_op_attributes({**shown, **self.attributes})
         printer.print_string(" : ")
@@ -925,10 +918,7 @@ class ScalableInsertOp(IRDLOperation):
         dest = parser.parse_unresolved_operand()
         pos = _parse_position(parser)
         attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        parser.parse_keyword("into")
-        dest_type = parser.parse_type()
+        value_type, dest_type = parse_type_pair(parser, "into")
         operands = parser.resolve_operands([value, dest], [value_type, dest_type], start)
         return cls.create(
             operands=operands, result_types=[dest_type], properties={"pos": pos}, attributes=attrs
@@ -941,10 +931,7 @@ class ScalableInsertOp(IRDLOperation):
         printer.print_operand(self.dest)
         printer.print_string(f"[{self.pos.value.data}]")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.valueToStore.type)
-        printer.print_string(" into ")
-        printer.print_attribute(self.dest.type)
+        print_type_pair(printer, self.valueToStore.type, "into", self.dest.type)
 
     def verify_(self) -> None:
         _verify_scalable_part(self.valueToStore.type, self.dest.type, self.pos)
@@ -980,10 +967,7 @@ class ScalableExtractOp(IRDLOperation):
         source = parser.parse_unresolved_operand()
         pos = _parse_position(parser)
         attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        parser.parse_keyword("from")
-        source_type = parser.parse_type()
+        result_type, source_type = parse_type_pair(parser, "from")
         operand = parser.resolve_operands([source], [source_type], start)
         return cls.create(
             operands=operand, result_types=[result_type], properties={"pos": pos}, attributes=attrs
@@ -994,10 +978,7 @@ class ScalableExtractOp(IRDLOperation):
         printer.print_operand(self.source)
         printer.print_string(f"[{self.pos.value.data}]")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.res.type)
-        printer.print_string(" from ")
-        printer.print_attribute(self.source.type)
+        print_type_pair(printer, self.res.type, "from", self.source.type)
 
     def verify_(self) -> None:
         _verify_scalable_part(self.res.type, self.source.type, self.pos)
