@@ -1,7 +1,7 @@
 """The Python API: parse, verify, run passes, print — what dhir-opt does. Parsing and
 printing live in dhir.ir.text (every stage uses them); passes are run from here."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.context import Context
@@ -14,6 +14,7 @@ from dhir.context import make_context
 from dhir.ir.diagnostics import DhirError, Diagnostic, loc_of
 from dhir.ir.text import check_module, parse_file, parse_string, print_module
 from dhir.ir.verifier import verify_module
+from dhir.ir.walk import any_of, op_kinds
 from dhir.transforms import all_passes
 from dhir.transforms.nesting import parse_nested
 
@@ -71,6 +72,28 @@ def run_pipeline(
     with diagnosed():
         pipeline.apply(ctx, module)
     return module
+
+
+def run_found(module: ModuleOp, passes: Sequence[ModulePass]) -> None:
+    """Run `passes` on `module` in order, unverified, as `run_pipeline` does, but for
+    each pass that declares `needs` (the kinds of op without which it changes nothing)
+    when the module holds none of them. The kinds the module holds are found in one walk
+    (`op_kinds`), found again after a pass that ran, which may have made ops of any kind:
+    the check passes after dhir-lower-to-mpi each walked every piece of a large build,
+    most of them finding nothing (docs/performance.md). A skipped pass checks nothing of
+    its options either: its callers check theirs first."""
+    ctx = make_context()
+    present: set[type[Operation]] | None = None
+    with diagnosed():
+        for each in passes:
+            needs: tuple[type[Operation], ...] | None = getattr(each, "needs", None)
+            if needs is not None:
+                if present is None:
+                    present = op_kinds(module)
+                if not any_of(present, needs):
+                    continue
+            each.apply(ctx, module)
+            present = None
 
 
 def _then(

@@ -25,7 +25,7 @@ from dhir.analysis.footprint import Whole, memref_name
 from dhir.analysis.handoff import handing_over
 from dhir.analysis.partition import Partition, Rows
 from dhir.analysis.threads import forget_threads, openmp_safe, runs_on_threads
-from dhir.api import diagnosed, run_pipeline
+from dhir.api import diagnosed, run_found, run_pipeline
 from dhir.backends.function_names import check_linked_callers
 from dhir.backends.parallel_loops import mark_unproven_loops
 from dhir.dialects import func, memref
@@ -198,7 +198,8 @@ def compile_native(
             lowered = build.lowering(module, lower, (pieces, after), -(-steps // count))
             return lowered, signature
         with timing.stage("dhir passes"):
-            run_pipeline(module, PassPipeline((*data, lower, *after)), verify_each=False)
+            run_pipeline(module, PassPipeline((*data, lower)), verify_each=False)
+            run_found(module, after)
             bands = _take_bands(module, entry, ranks, timing)
     with timing.stage("print"):
         text = print_module(module, debuginfo=options.all_checks)
@@ -300,7 +301,6 @@ class _Build:
         as a piece (dhir.toolchain.split.StepPieces), takes its passes, and is printed and
         handed to LLVM while the rest is lowered."""
         timing = self.timing
-        per_part, finish = PassPipeline(tuple(after[0])), PassPipeline(tuple(after[1]))
         pieces = StepPieces(module, per_piece)
         with start_builds(self.options, timing, self.openmp, self.runtime) as builds:
             parts = lower.lower(module)
@@ -308,13 +308,13 @@ class _Build:
                 with timing.stage("dhir passes"), diagnosed():
                     piece = _next_piece(parts, pieces)
                     if piece is not None:
-                        run_pipeline(piece, per_part, verify_each=False)
+                        run_found(piece, after[0])
                 if piece is None:
                     break
                 with timing.stage("print"):
                     builds.add(print_module(piece, debuginfo=self.options.all_checks))
             with timing.stage("dhir passes"):
-                run_pipeline(module, finish, verify_each=False)
+                run_found(module, after[1])
                 bands = _take_bands(module, lower.entry_name, self.options.ranks, timing)
                 unmark_steps(module)
             with timing.stage("print"):

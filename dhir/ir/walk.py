@@ -112,6 +112,37 @@ def _found(
             op = op._next_op  # pyright: ignore[reportPrivateUsage]
 
 
+def op_kinds(root: Operation) -> set[type[Operation]]:
+    """The classes of the ops nested in `root`, `root` included: one walk, which tells
+    the passes that look for a few kinds whether they would find any."""
+    kinds: set[type[Operation]] = {type(root)}
+    pending: list[Operation] = []
+    _push_blocks(root, pending)
+    while pending:
+        op = pending.pop()
+        while op is not None:
+            kinds.add(type(op))
+            if op.regions:
+                if op._next_op is not None:  # pyright: ignore[reportPrivateUsage]
+                    pending.append(op._next_op)  # pyright: ignore[reportPrivateUsage]
+                _push_blocks(op, pending)
+                break
+            op = op._next_op  # pyright: ignore[reportPrivateUsage]
+    return kinds
+
+
+def any_of(present: set[type[Operation]], kinds: tuple[type[Operation], ...]) -> bool:
+    """Whether a class of `present` (`op_kinds`) is one of `kinds` or derives from one."""
+    wanted = _wanted(kinds)
+    for kind in present:
+        hit = wanted.get(kind)
+        if hit is None:
+            hit = wanted[kind] = issubclass(kind, kinds)
+        if hit:
+            return True
+    return False
+
+
 def _wanted(
     kinds: type[Operation] | tuple[type[Operation], ...],
 ) -> dict[type[Operation], bool]:

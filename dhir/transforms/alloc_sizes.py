@@ -14,6 +14,7 @@ the runtime.
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, i1, i64
@@ -36,6 +37,7 @@ class AllocSizesPass(ModulePass):
     """Stop the rank at a host allocation whose run-time sizes are negative or overflow."""
 
     name = "dhir-alloc-sizes"
+    needs: ClassVar[tuple[type[Operation], ...]] = (memref.AllocOp, memref.AllocaOp)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         guarded = checked = False

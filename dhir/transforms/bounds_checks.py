@@ -24,6 +24,7 @@ interpreter stopped). Device code is left alone: it cannot print.
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i64
@@ -56,6 +57,7 @@ class BoundsChecksPass(ModulePass):
     which."""
 
     name = "dhir-bounds-checks"
+    needs: ClassVar[tuple[type[Operation], ...]] = (*_SCALAR, *_AFFINE, memref.DimOp)
 
     entry: str | None = None  # None: `main`, where the module has it
 

@@ -42,6 +42,7 @@ read 2 x 3 of them and exited 0), and MLIR checks only that the static sizes div
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from math import prod
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -55,7 +56,7 @@ from xdsl.dialects.builtin import (
     UnrankedMemRefType,
     i64,
 )
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.arg_origins import ArgOrigins, note
@@ -126,6 +127,13 @@ class CastChecksPass(ModulePass):
     `undecided`, only the casts and views not proven inside."""
 
     name = "dhir-cast-checks"
+    needs: ClassVar[tuple[type[Operation], ...]] = (
+        memref.SubviewOp,
+        memref.CastOp,
+        memref.ReinterpretCastOp,
+        memref.ViewOp,
+        memref.ExpandShapeOp,
+    )
 
     undecided: bool = False
     entry: str | None = None  # None: `main`, where the module has it
@@ -673,6 +681,7 @@ class CastSizesPass(ModulePass):
     A failure names the argument of `entry` that the size is, where the IR says which."""
 
     name = "dhir-cast-sizes"
+    needs: ClassVar[tuple[type[Operation], ...]] = (memref.CastOp,)
 
     entry: str | None = None  # None: `main`, where the module has it
 

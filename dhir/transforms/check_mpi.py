@@ -14,6 +14,7 @@ net for ops it left.
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -67,6 +68,7 @@ class CheckMpiPass(ModulePass):
     `mpi`: the MPI the build is for (mpich or openmpi). The module is not changed."""
 
     name = "dhir-check-mpi"
+    needs: ClassVar[tuple[type[Operation], ...]] = _MPI_OPS
 
     mpi: str = "mpich"
 

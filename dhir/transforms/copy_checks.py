@@ -31,11 +31,11 @@ the native backend refuses those the analysis does not decide before the build
 """
 
 from dataclasses import dataclass
-from typing import cast
+from typing import ClassVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, i64
-from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dhir.analysis.regions import Copy, copy_decided, copy_ends, view_chain
@@ -66,6 +66,7 @@ class CopyChecksPass(ModulePass):
     """Host memref.copy ops whose views may overlap check at run time that they do not."""
 
     name = "dhir-copy-checks"
+    needs: ClassVar[tuple[type[Operation], ...]] = (memref.CopyOp,)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         checked = False

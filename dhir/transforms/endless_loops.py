@@ -16,6 +16,7 @@ kernel that would never end returned with outputs the program never computes.
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -39,6 +40,7 @@ class EndlessLoopsPass(ModulePass):
     So that native code runs them, ending or not, as the sequential program does."""
 
     name = "dhir-endless-loops"
+    needs: ClassVar[tuple[type[Operation], ...]] = (scf.WhileOp,)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         keep_endless(op, device=False)

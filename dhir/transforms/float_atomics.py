@@ -13,10 +13,11 @@ before they are outlined) is left alone: it runs on many threads.
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import AnyFloat, ModuleOp
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -58,6 +59,7 @@ class FloatAtomicsPass(ModulePass):
     right because a rank's host code runs on one thread (see `openmp_safe`)."""
 
     name = "dhir-float-atomics"
+    needs: ClassVar[tuple[type[Operation], ...]] = (memref.AtomicRMWOp, GenericAtomicRMWOp)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         found = find_ops(op, (memref.AtomicRMWOp, GenericAtomicRMWOp))

@@ -14,9 +14,11 @@ sequential.
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, ModuleOp, i64
+from xdsl.ir import Operation
 from xdsl.ir.affine import AffineDimExpr
 from xdsl.passes import ModulePass
 
@@ -43,6 +45,7 @@ class LinalgSizesPass(ModulePass):
     A failure names the arguments of `entry` that the sizes are, where the IR says which."""
 
     name = "dhir-linalg-sizes"
+    needs: ClassVar[tuple[type[Operation], ...]] = (LinalgStructuredOperation,)
 
     entry: str | None = None  # None: `main`, where the module has it
 

@@ -27,6 +27,7 @@ the top.
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -61,16 +62,19 @@ BAD_STEP = "dhir_rt_bad_step"
 COUNTER_OVERFLOW = "dhir_rt_counter_overflow"
 
 
+_LOOPS = (scf.ForOp, scf.ParallelOp, scf.ForallOp, affine.ForOp, affine.ParallelOp)
+
+
 @dataclass(frozen=True)
 class LoopStepsPass(ModulePass):
     """Host loops whose run-time step is 0 or less stop the rank, naming the loop."""
 
     name = "dhir-loop-steps"
+    needs: ClassVar[tuple[type[Operation], ...]] = _LOOPS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         guarded = counted = False
-        loops = (scf.ForOp, scf.ParallelOp, scf.ForallOp, affine.ForOp, affine.ParallelOp)
-        for loop in find_ops(op, loops):
+        for loop in find_ops(op, _LOOPS):
             if in_device_code(loop):
                 continue
             for step in _run_time_steps(loop):

@@ -154,6 +154,10 @@ class Mlir22WorkaroundsPass(ModulePass):
 
     name = "dhir-mlir22-workarounds"
 
+    @property
+    def needs(self) -> tuple[type[Operation], ...]:
+        return _REWRITTEN
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # One walk finds every kind; no rewrite makes ops of the later kinds, so a kind
         # that walk did not meet needs no walk of its own (most modules have none of them).

@@ -28,6 +28,7 @@ cannot run them right.
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -69,6 +70,7 @@ class PackedVectorsPass(ModulePass):
     LLVM packs the lanes of such vectors tighter than the memref holds them."""
 
     name = "dhir-packed-vectors"
+    needs: ClassVar[tuple[type[Operation], ...]] = (*_LOADS_AND_STORES, *_REFUSED, *_AFFINE)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for found in list(find_ops(op, (*_LOADS_AND_STORES, *_REFUSED, *_AFFINE))):

@@ -34,6 +34,7 @@ gathers of tensors, device code (it cannot print the message).
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import product
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -89,6 +90,7 @@ class VectorChecksPass(ModulePass):
     """Vector loads, stores, transfers, gathers and scatters check they stay in their memref."""
 
     name = "dhir-vector-checks"
+    needs: ClassVar[tuple[type[Operation], ...]] = (*_CHECKED, *_AFFINE)
 
     # Only the accesses dhir does not prove in bounds (dhir.analysis.proven_bounds): the
     # native backend's default; else every one (--runtime-checks).

@@ -15,6 +15,7 @@ scalable vectors, are left as they are.
 
 from dataclasses import dataclass
 from itertools import product
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, VectorType
@@ -32,6 +33,7 @@ class VectorRowsPass(ModulePass):
     """vector.load/store of rank 2 and more from memrefs of scalars become 1-D ones."""
 
     name = "dhir-vector-rows"
+    needs: ClassVar[tuple[type[Operation], ...]] = (vector.LoadOp, vector.StoreOp)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for found in find_ops(op, (vector.LoadOp, vector.StoreOp)):

@@ -20,6 +20,7 @@ leaves' values there
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, i64
@@ -31,6 +32,7 @@ from dhir.analysis.counted_whiles import counted_bounds
 from dhir.analysis.lift import Affine, Atom, Div, Leaf, Lifter, Mod
 from dhir.analysis.wrap_checks import (
     HALF_64,
+    LOOPS,
     SUM_LIMIT,
     TERM_LIMIT,
     WrapCheck,
@@ -56,6 +58,7 @@ class WrapChecksPass(ModulePass):
     """Host loops whose run-time values take exact index arithmetic past 64 bits stop."""
 
     name = "dhir-wrap-checks"
+    needs: ClassVar[tuple[type[Operation], ...]] = (*LOOPS, scf.WhileOp)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         lifter = wrap_lifter()

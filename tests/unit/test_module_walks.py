@@ -11,22 +11,29 @@ import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, Region
+from xdsl.passes import ModulePass, PassPipeline
 
 from dhir import parse_string
 from dhir.analysis import sharing
 from dhir.analysis.lift import Lifter
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.wrap_checks import wrap_checks
+from dhir.api import run_found, run_pipeline
+from dhir.backends import native
 from dhir.backends.element_types import check_memref_elements
 from dhir.dialects import memref, shard
 from dhir.dialects.dhir import TaskOp
 from dhir.ir import tasks, walk
+from dhir.ir.diagnostics import DhirError
 from dhir.ir.pass_failure import PassFailedAt
 from dhir.ir.tasks import names_kept, task_ids
 from dhir.runner import check_runnable
+from dhir.toolchain.options import RunOptions
 from dhir.toolchain.shards import is_shard_program
 from dhir.transforms.accurate_math import AccurateMathPass
+from dhir.transforms.lower_to_mpi import LowerToMPIPass
 from dhir.transforms.optimize_bodies import optimize_bodies
+from dhir.transforms.place import PlacePass
 from dhir.transforms.split_tasks import SplitTasksPass
 from dhir.transforms.user_names import user_functions
 
@@ -298,3 +305,80 @@ def test_wrap_checks_finds_its_loops_without_walk(monkeypatch: pytest.MonkeyPatc
     assert [type(check.loop).__name__ for check in checks] == ["ForOp"]
     assert [arg.name_hint for arg in checks[0].variables] == ["i"]
     assert len(checks[0].exprs) == 2  # 3 * i and i - lo
+
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_op_kinds_are_the_classes_a_walk_meets() -> None:
+    for text in (programs.neighbour_tasks(5), (ROOT / "examples" / "time_loop.mlir").read_text()):
+        module = parse_string(text)
+        assert walk.op_kinds(module) == {type(op) for op in module.walk()}
+
+
+def _check_passes() -> dict[type[ModulePass], ModulePass]:
+    """One of each pass the native build runs after dhir-lower-to-mpi, in every mode."""
+    found: dict[type[ModulePass], ModulePass] = {}
+    for checks in ("all", "undecided"):
+        options = RunOptions(runtime_checks=checks)
+        for each in native._after_passes(options, True, True, frozenset({"f"})):  # pyright: ignore[reportPrivateUsage]
+            found.setdefault(type(each), each)
+    return found
+
+
+def test_the_checks_after_the_lowering_skip_what_a_piece_lacks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The ~15 passes after dhir-lower-to-mpi each walked every piece of a large build;
+    those that look for kinds of op the piece holds none of are skipped, one walk telling
+    (`op_kinds`, again after a pass that ran), and the piece comes out as with all run."""
+    passes = native._after_passes(RunOptions(), False, False, frozenset(), "main")  # pyright: ignore[reportPrivateUsage]
+    assert sum(getattr(each, "needs", None) is not None for each in passes) >= 12
+    text = programs.many_tasks(40, literals=True)
+    every = _lowered_for_checks(text)
+    run_pipeline(every, PassPipeline(passes), verify_each=False)
+    module = _lowered_for_checks(text)
+    roots: list[Operation] = []
+    original = walk._found  # pyright: ignore[reportPrivateUsage]
+
+    def counted(root: Operation, *args: object) -> object:
+        if root is module:
+            roots.append(root)
+        return original(root, *args)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(walk, "_found", counted)
+    run_found(module, passes)
+    assert str(module) == str(every)
+    assert len(roots) <= 3  # dhir-bounds-checks' two, dhir-check-mpi's (22 before)
+
+
+def _lowered_for_checks(text: str) -> ModuleOp:
+    module = parse_string(text)
+    placing = PlacePass(2, "round-robin", None)
+    run_pipeline(module, PassPipeline((placing, LowerToMPIPass(2, "mpich", "main"))))
+    return module
+
+
+def test_a_pass_skipped_for_want_of_its_kinds_would_change_nothing() -> None:
+    """Each pass's `needs` holds every kind of op it acts on: over the lit tests' inputs
+    and the examples, a pass run on a module holding none of its kinds leaves it as it
+    was (and refuses nothing)."""
+    inputs = [*sorted((ROOT / "tests/filecheck/transforms").glob("*.mlir"))]
+    inputs += sorted((ROOT / "examples").glob("*.mlir"))
+    passes = [each for each in _check_passes().values() if getattr(each, "needs", None)]
+    assert len(passes) >= 14
+    tried = 0
+    for path in inputs:
+        try:
+            module = parse_string(path.read_text(), str(path))
+        except DhirError:
+            continue  # an input that tests a refusal of the parser
+        present = walk.op_kinds(module)
+        for each in passes:
+            if walk.any_of(present, each.needs):  # pyright: ignore[reportAttributeAccessIssue]
+                continue
+            copy = module.clone()
+            each.apply(Context(), copy)
+            assert str(copy) == str(module), (path.name, each.name)
+            tried += 1
+    assert tried > 500
