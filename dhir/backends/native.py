@@ -60,6 +60,7 @@ from dhir.toolchain.tools import find_llvm_tools
 from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
 from dhir.transforms.alloc_sizes import AllocSizesPass
+from dhir.transforms.assert_locations import AssertLocationsPass
 from dhir.transforms.blas import SYMBOLS
 from dhir.transforms.blocked_nests import forget_blocked
 from dhir.transforms.bounds_checks import BoundsChecksPass
@@ -256,6 +257,7 @@ def _after_passes(
     sized = (CastSizesPass(entry), LinalgSizesPass(entry))
     size_checks = sized if options.runtime_checks != "none" else ()
     return (
+        AssertLocationsPass(),  # first: the program's own asserts, not the checks' below
         AccurateMathPass(),
         rows,
         *vector_checks,

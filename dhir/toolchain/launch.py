@@ -47,6 +47,9 @@ _SIGNAL_REPORT = re.compile(r"\bsignal\s+(\d+)\b")
 _MPICH_EXIT = re.compile(r"^=\s+EXIT CODE: (\d+)$", re.M)
 # How dhir's runtime reports a rank dying of a signal: "the rank died of SIGFPE (...)".
 _RANK_DIED = re.compile(r"the rank died of (SIG[A-Z]+)")
+# How a program's own cf.assert that failed reads (dhir-assert-locations), as the
+# interpreter words it.
+_OWN_ASSERT = "'cf.assert' failed: "
 # The signals a rank's own code dies of (not one sent from outside, as SIGKILL), which
 # the interpreter finds at their op: a division by zero, an access out of bounds, ...
 _CRASHES = {"SIGFPE", "SIGSEGV", "SIGBUS", "SIGILL", "SIGABRT"}
@@ -438,6 +441,8 @@ def _launch(
         # the runtime's report of an op (a loop's step, an allocation), at the op.
         check = failed_check(output, text)
         found = f"a runtime check failed: {check.what}; " if check is not None else ""
+        if check is not None and check.what.startswith(_OWN_ASSERT):
+            found = f"{check.what}; "  # the program's own check, not one of dhir's
         if check is None and errors is not None:
             check = located_report(text + output, read_states(errors))
             found = f"{check.what}; " if check is not None else ""

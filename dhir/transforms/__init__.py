@@ -104,6 +104,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return CheckMpiPass
 
+    def assert_locations() -> type[ModulePass]:
+        from dhir.transforms.assert_locations import AssertLocationsPass
+
+        return AssertLocationsPass
+
     def float_atomics() -> type[ModulePass]:
         from dhir.transforms.float_atomics import FloatAtomicsPass
 
@@ -203,6 +208,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-shard-collectives": shard_collectives,
         "dhir-accurate-math": accurate_math,
         "dhir-float-atomics": float_atomics,
+        "dhir-assert-locations": assert_locations,
         "dhir-loop-steps": loop_steps,
         "dhir-endless-loops": endless_loops,
         "dhir-wrap-checks": wrap_checks,

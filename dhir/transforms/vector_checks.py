@@ -68,7 +68,7 @@ from dhir.transforms.pass_options import named_entry
 
 # What a failed check prints, as MLIR's own checks do (dhir.toolchain.failure reads it).
 OUT_OF_BOUNDS = "out-of-bounds access"
-_MESSAGE = "ERROR: Runtime op verification failed\n^ {what}\nLocation: {where}"
+CHECK_MESSAGE = "ERROR: Runtime op verification failed\n^ {what}\nLocation: {where}"
 
 _CHECKED = (
     vector.LoadOp,
@@ -296,7 +296,7 @@ class CheckBuilder:
         return self.add(memref.DimOp(memory, self.index(dim)))
 
     def assert_(self, ok: SSAValue) -> None:
-        message = _MESSAGE.format(what=self.what, where=_location_text(self.op))
+        message = CHECK_MESSAGE.format(what=self.what, where=location_text(self.op))
         put(self.block, cf.AssertOp(ok, message))
         insert_before(self.block, self.op)
 
@@ -624,7 +624,7 @@ def _index_vector(check: CheckBuilder, values: Sequence[int]) -> SSAValue:
     return check.add(arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(kind, list(values))))
 
 
-def _location_text(op: Operation) -> str:
+def location_text(op: Operation) -> str:
     """`op`'s location (or its nearest located ancestor's, for an op dhir made) as MLIR
     prints it in its checks' messages: `loc("file":line:col)`, the file's bytes outside
     printable ASCII (and `"`) as `\\XX`."""
