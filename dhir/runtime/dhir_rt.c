@@ -820,7 +820,7 @@ void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks) {
     if (world_rank != 0)
       sleep(10);
     dhir_rt_fatal("this program was built for %d MPI ranks but was started on %d; "
-                  "run it with mpirun -n %d (or rebuild it for %d ranks)",
+                  "run it with mpirun -n %d (or rebuild it with dhir compile -n %d)",
                   expected_ranks, world_size, expected_ranks, world_size);
   }
   set_chunk_bytes();

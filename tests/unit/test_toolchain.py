@@ -408,13 +408,17 @@ def test_wrong_rank_count_at_launch(mpi: str) -> None:
     )
     for ranks in (1, 3):
         start = time.monotonic()
-        with pytest.raises(DhirError, match=f"built for 2 MPI ranks but was started on {ranks}"):
+        with pytest.raises(
+            DhirError, match=f"built for 2 MPI ranks but was started on {ranks}"
+        ) as caught:
             run_executable(
                 exe,
                 sig,
                 [np.zeros(4), np.zeros(4), 1.0],
                 RunOptions(ranks=ranks, mpi=mpi, timeout=60),
             )
+        # What to do, in words that hold for one rank too ("for 1 ranks" before).
+        assert f"(or rebuild it with dhir compile -n {ranks})" in str(caught.value)
         assert time.monotonic() - start < 20
 
 
