@@ -59,6 +59,7 @@ from dhir.toolchain.split import StepPieces, piece_count, unmark_steps
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.toolchain.values import check_inputs
 from dhir.transforms.accurate_math import AccurateMathPass
+from dhir.transforms.agree_calls import AgreeCallsPass
 from dhir.transforms.alloc_sizes import AllocSizesPass
 from dhir.transforms.assert_locations import AssertLocationsPass
 from dhir.transforms.blas import SYMBOLS
@@ -171,7 +172,8 @@ def compile_native(
         with timing.stage("dhir passes"), names_kept():
             if plan is not None:
                 plan.name(task_ids(module))
-            run_pipeline(module, PassPipeline((place, *timed, track)), verify_each=False)
+            agree = AgreeCallsPass(entry, ranks)
+            run_pipeline(module, PassPipeline((agree, place, *timed, track)), verify_each=False)
             tasks = task_table(module)
         if plan is not None:
             timing.notes += [f"split: {line}" for line in plan.lines()]

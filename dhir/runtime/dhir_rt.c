@@ -1365,6 +1365,13 @@ int64_t dhir_rt_threads(void) {
 
 int32_t dhir_rt_comm_rank(void) { return world_rank; }
 
+/* Rank 0's `value` on every rank: a result of the user's code that host code called on
+ * each (dhir-agree-calls), so that the ranks decide alike what comes next. */
+int64_t dhir_rt_agree(int64_t value) {
+  check(MPI_Bcast(&value, 1, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  return value;
+}
+
 void dhir_rt_barrier(void) {
   int64_t before = mpi_enter(CALL_BARRIER, -1);
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");

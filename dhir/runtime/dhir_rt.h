@@ -32,6 +32,8 @@ int32_t dhir_rt_comm_size(void);
 /* The threads a rank's parallel loops share: OpenMP's count, 1 in a build without it. */
 int64_t dhir_rt_threads(void);
 int32_t dhir_rt_comm_rank(void);
+/* Rank 0's `value` on every rank (dhir-agree-calls). */
+int64_t dhir_rt_agree(int64_t value);
 void dhir_rt_barrier(void);
 /* Task profiling (dhir-instrument): time per task id on the rank that runs it. When the
  * environment variable DHIR_PROFILE names a file, rank 0 writes every rank's sums there

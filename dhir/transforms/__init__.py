@@ -29,6 +29,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InstrumentPass
 
+    def agree_calls() -> type[ModulePass]:
+        from dhir.transforms.agree_calls import AgreeCallsPass
+
+        return AgreeCallsPass
+
     def track_tasks() -> type[ModulePass]:
         from dhir.transforms.track_tasks import TrackTasksPass
 
@@ -197,6 +202,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-place": place,
         "dhir-instrument": instrument,
         "dhir-track-tasks": track_tasks,
+        "dhir-agree-calls": agree_calls,
         "dhir-fast-math": fast_math,
         "dhir-optimize-bodies": optimize_bodies,
         "dhir-time-tiles": time_tiles,

@@ -782,3 +782,95 @@ def test_without_numpy_s_openblas_the_error_names_every_mode_that_calls_it(
     assert f"no OpenBLAS in {tmp_path / 'numpy.libs'}" in message
     assert "--fast-math reassoc or fast" in message
     assert message.endswith("or build with --fast-math none or contract")
+
+
+RANKED_C = """
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+/* Each rank's own answers: 3 steps on rank 0, 8 on rank 1 (no rank: 0, the interpreter). */
+static int rank(void) {
+  const char *r = getenv("PMI_RANK");
+  if (r == NULL) r = getenv("OMPI_COMM_WORLD_RANK");
+  return r == NULL ? 0 : atoi(r);
+}
+int64_t steps(void) { return 3 + 5 * rank(); }
+bool more(int64_t t) { return t < 2 + 4 * rank(); }
+double weight(void) { return 0.5 + rank(); }
+"""
+
+# Two time loops around a schedule whose tasks run on ranks 1 and 0: a step count and a
+# condition from the C above, and a weight the tasks use.
+RANKED_LOOPS = """
+func.func private @steps() -> i64
+func.func private @more(i64) -> i1
+func.func private @weight() -> f64
+func.func @main(%u: memref<16xf64>, %v: memref<16xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n64 = func.call @steps() : () -> i64
+  %n = arith.index_cast %n64 : i64 to index
+  %w = func.call @weight() : () -> f64
+  scf.for %t = %c0 to %n step %c1 {
+    func.call @smooth(%u, %v, %w) : (memref<16xf64>, memref<16xf64>, f64) -> ()
+  }
+  %zero = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %end = scf.while (%t = %zero) : (i64) -> i64 {
+    %go = func.call @more(%t) : (i64) -> i1
+    scf.condition(%go) %t : i64
+  } do {
+  ^bb0(%t: i64):
+    func.call @smooth(%u, %v, %w) : (memref<16xf64>, memref<16xf64>, f64) -> ()
+    %next = arith.addi %t, %one : i64
+    scf.yield %next : i64
+  }
+  return
+}
+func.func private @smooth(%u: memref<16xf64>, %v: memref<16xf64>, %w: f64) {
+  dhir.schedule %u, %v {
+    %cpu = dhir.target {kind = "cpu"}
+    %a = dhir.task %cpu, %u, %v attributes {dhir.rank = 1} {
+      %c1 = arith.constant 1 : index
+      %c15 = arith.constant 15 : index
+      scf.for %i = %c1 to %c15 step %c1 {
+        %im = arith.subi %i, %c1 : index
+        %ip = arith.addi %i, %c1 : index
+        %x = memref.load %u[%im] : memref<16xf64>
+        %y = memref.load %u[%ip] : memref<16xf64>
+        %s = arith.addf %x, %y : f64
+        %m = arith.mulf %s, %w : f64
+        memref.store %m, %v[%i] : memref<16xf64>
+      }
+    }
+    %b = dhir.task %cpu, %v, %u attributes {dhir.rank = 0} {
+      %c1 = arith.constant 1 : index
+      %c15 = arith.constant 15 : index
+      scf.for %i = %c1 to %c15 step %c1 {
+        %x = memref.load %v[%i] : memref<16xf64>
+        memref.store %x, %u[%i] : memref<16xf64>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_ranks_take_rank_0_s_answers_of_c_that_host_code_calls(tmp_path: Path) -> None:
+    """C that answered each rank differently made the ranks run time loops of other step
+    counts: 3 on rank 0, 8 on rank 1, and exit 0 with a result no sequential run gives.
+    dhir-agree-calls gives every rank rank 0's answer, as one call has one."""
+    (tmp_path / "ranked.c").write_text(RANKED_C)
+    obj = tmp_path / "ranked.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "ranked.c", "-o", obj], check=True)
+    args = [(np.arange(16.0) ** 2) % 7, np.zeros(16)]
+    want = dhir.run(RANKED_LOOPS, *args, backend="interp", link=[obj])
+    u, v = [a.copy() for a in args]
+    for _ in range(3 + 2):  # rank 0's: steps() 3, more() true for t < 2
+        v[1:15] = (u[:14] + u[2:]) * 0.5
+        u[1:15] = v[1:15]
+    assert_equal(want, [u, v])
+    assert_equal(dhir.run(RANKED_LOOPS, *args, ranks=2, link=[obj]), want)
