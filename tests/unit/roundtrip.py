@@ -5,9 +5,11 @@ import shutil
 import subprocess
 from io import StringIO
 
+import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
+from dhir import DhirError, parse_string
 from dhir.context import make_context
 from dhir.ir.parser import LocatedParser
 
@@ -43,3 +45,13 @@ def assert_same_as_mlir(text: str) -> None:
         module = parse(source)
         for generic in (False, True):
             assert mlir_opt(show(module, generic)) == expected, show(module, generic)
+
+
+def assert_read_as_mlir_says(text: str, valid: bool, error: str, name: str = "<string>") -> None:
+    """dhir reads `text` where MLIR 22 does (`valid`), and otherwise refuses it with a
+    diagnostic matching `error`."""
+    if valid:
+        parse_string(text, name)
+    else:
+        with pytest.raises(DhirError, match=error):
+            parse_string(text, name)

@@ -6,6 +6,7 @@ import subprocess
 from io import StringIO
 
 import pytest
+from roundtrip import assert_read_as_mlir_says
 from xdsl.dialects import gpu as xgpu
 from xdsl.dialects import memref as xmemref
 from xdsl.dialects import scf as xscf
@@ -888,11 +889,7 @@ def test_allocations_take_a_symbol_per_run_time_layout_value(
 ) -> None:
     """xDSL 0.74 checked no symbol count: dhir took what mlir-opt-22 then refused."""
     text = _allocation(operands, kind)
-    if valid:
-        parse_string(text)
-    else:
-        with pytest.raises(DhirError, match=r"<string>:2:\d+: .*symbol operand"):
-            parse_string(text)
+    assert_read_as_mlir_says(text, valid, r"<string>:2:\d+: .*symbol operand")
 
 
 @pytest.mark.mlir
@@ -936,11 +933,7 @@ def _memory_op(args: str, body: str) -> str:
 def test_memory_ops_are_verified_as_mlir_does(args: str, body: str, valid: bool) -> None:
     """dhir took the invalid ones; the native build then failed in mlir-opt-22."""
     text = _memory_op(args, body)
-    if valid:
-        parse_string(text)
-    else:
-        with pytest.raises(DhirError, match=r"<string>:3:\d+: "):
-            parse_string(text)
+    assert_read_as_mlir_says(text, valid, r"<string>:3:\d+: ")
 
 
 @pytest.mark.mlir
@@ -969,11 +962,7 @@ MEMREF_TYPES = [
 def test_memref_types_are_checked_as_mlir_does(kind: str, valid: bool) -> None:
     """dhir took the invalid ones, which mlir-opt-22 then refused at dhir's text."""
     text = in_func(f"%a: {kind}", "")
-    if valid:
-        parse_string(text)
-    else:
-        with pytest.raises(DhirError, match=r"<string>:1:\d+: .*func.func'?: memref"):
-            parse_string(text)
+    assert_read_as_mlir_says(text, valid, r"<string>:1:\d+: .*func.func'?: memref")
 
 
 @pytest.mark.mlir
@@ -1002,13 +991,9 @@ def _global_and_dim(body: str) -> str:
 def test_global_references_and_dims_are_verified_as_mlir_does(body: str, valid: bool) -> None:
     """xDSL 0.74 checked neither: dhir took a missing or mistyped global, and the dim of a
     rank-0 memref, which mlir-opt-22 then refused."""
-    if valid:
-        parse_string(_global_and_dim(body))
-    else:
-        with pytest.raises(
-            DhirError, match=r"<string>:[345]:\d+: error: .memref\.(get_global|dim)"
-        ):
-            parse_string(_global_and_dim(body))
+    assert_read_as_mlir_says(
+        _global_and_dim(body), valid, r"<string>:[345]:\d+: error: .memref\.(get_global|dim)"
+    )
 
 
 @pytest.mark.mlir

@@ -10,6 +10,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from roundtrip import assert_read_as_mlir_says
 
 import dhir
 from dhir import parse_string
@@ -22,6 +23,12 @@ DOT = (
     "{indexing_maps = [affine_map<(k) -> (k)>, affine_map<(k) -> (k)>, "
     'affine_map<(k) -> ()>], iterator_types = ["reduction"]}'
 )
+
+
+def _mlir_opt_agrees_where_present(text: str, valid: bool) -> None:
+    if shutil.which("mlir-opt-22") is not None:
+        done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
+        assert (done.returncode == 0) is valid, done.stderr
 
 
 def _in_func(line: str) -> str:
@@ -262,14 +269,8 @@ def test_strided_slices_verify_as_mlir_s(
     """dhir took slices past the vector's end (the interpreter's NumPy slice stopped
     there) and strides other than 1, which mlir-opt-22 refuses."""
     text = STRIDED.replace("OFFSETS", offsets).replace("STRIDES", strides).replace("INTO", into)
-    if valid:
-        parse_string(text, "prog.mlir")
-    else:
-        with pytest.raises(dhir.DhirError, match=r"prog.mlir:[34]:\d+: error: "):
-            parse_string(text, "prog.mlir")
-    if shutil.which("mlir-opt-22") is not None:
-        done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
-        assert (done.returncode == 0) is valid, done.stderr
+    assert_read_as_mlir_says(text, valid, r"prog.mlir:[34]:\d+: error: ", "prog.mlir")
+    _mlir_opt_agrees_where_present(text, valid)
 
 
 @pytest.mark.parametrize(
@@ -293,11 +294,5 @@ def test_lane_moves_verify_as_mlir_s(line: str, valid: bool) -> None:
     ranks or past the shape, which the interpreter would have run on lanes the type
     does not have (a one-dimensional mask of a matrix masked its rows only)."""
     text = f"func.func @f(%w: vector<4x6xf32>) {{\n  {line}\n  return\n}}\n"
-    if valid:
-        parse_string(text, "prog.mlir")
-    else:
-        with pytest.raises(dhir.DhirError, match=r"prog.mlir:2:8: error: "):
-            parse_string(text, "prog.mlir")
-    if shutil.which("mlir-opt-22") is not None:
-        done = subprocess.run(["mlir-opt-22"], input=text, capture_output=True, text=True)
-        assert (done.returncode == 0) is valid, done.stderr
+    assert_read_as_mlir_says(text, valid, r"prog.mlir:2:8: error: ", "prog.mlir")
+    _mlir_opt_agrees_where_present(text, valid)
