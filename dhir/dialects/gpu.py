@@ -215,6 +215,18 @@ def _print_attributions(printer: Printer, keyword: str, args: Sequence[BlockArgu
         printer.print_string(")")
 
 
+def _print_async_pair(
+    printer: Printer, op: "gpu.MemcpyOp | MemsetOp", operands: tuple[SSAValue, SSAValue]
+) -> None:
+    """`async? [deps]? %a, %b : A, B attr-dict`, as gpu.memcpy and gpu.memset print."""
+    print_async(printer, op.asyncToken, op.asyncDependencies)
+    printer.print_string(" ")
+    printer.print_list(operands, printer.print_operand)
+    printer.print_string(" : ")
+    print_type_list(printer, (value.type for value in operands))
+    printer.print_op_attributes(op.attributes)
+
+
 def workgroup_count(op: gpu.LaunchOp | gpu.FuncOp) -> int:
     """How many of `op`'s attributions are workgroup memory (one buffer per block)."""
     attr = op.attributes.get(_NUM_WORKGROUP)
@@ -414,12 +426,7 @@ class MemcpyOp(gpu.MemcpyOp):
             )
 
     def print(self, printer: Printer) -> None:
-        print_async(printer, self.asyncToken, self.asyncDependencies)
-        printer.print_string(" ")
-        printer.print_list((self.dst, self.src), printer.print_operand)
-        printer.print_string(" : ")
-        print_type_list(printer, (self.dst.type, self.src.type))
-        printer.print_op_attributes(self.attributes)
+        _print_async_pair(printer, self, (self.dst, self.src))
 
     @classmethod
     def parse(cls, parser: Parser) -> "MemcpyOp":
@@ -1198,12 +1205,7 @@ class MemsetOp(IRDLOperation):
     asyncToken = opt_result_def(_TOKEN)
 
     def print(self, printer: Printer) -> None:
-        print_async(printer, self.asyncToken, self.asyncDependencies)
-        printer.print_string(" ")
-        printer.print_list((self.dst, self.value), printer.print_operand)
-        printer.print_string(" : ")
-        print_type_list(printer, (self.dst.type, self.value.type))
-        printer.print_op_attributes(self.attributes)
+        _print_async_pair(printer, self, (self.dst, self.value))
 
     @classmethod
     def parse(cls, parser: Parser) -> "MemsetOp":
