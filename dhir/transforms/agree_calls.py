@@ -45,8 +45,10 @@ _DHIRS = ("dhir_", "mgpu")
 
 @dataclass(frozen=True)
 class AgreeCallsPass(ModulePass):
-    """Replace each scalar result of the user's code that the entry's host code calls by
-    rank 0's, on every rank (`ranks` > 1)."""
+    """Give every rank rank 0's scalar results of the user's code that host code calls.
+
+    Each result of such a call in the entry, outside tasks, is replaced by rank 0's on
+    every rank (`ranks` > 1)."""
 
     name = "dhir-agree-calls"
 

@@ -12,9 +12,11 @@ device code, which cannot print.
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from dhir.dialects import cf
@@ -34,6 +36,7 @@ class AssertLocationsPass(ModulePass):
     and the assert's `loc(...)`, which a failed run's report reads as the op's place."""
 
     name = "dhir-assert-locations"
+    needs: ClassVar[tuple[type[Operation], ...]] = (cf.AssertOp,)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         prefix = CHECK_MESSAGE.split("{", 1)[0]
