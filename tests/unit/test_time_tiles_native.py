@@ -18,7 +18,9 @@ time.
 import os
 import random
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -227,19 +229,27 @@ def stencil(seed: int) -> Stencil:
                    rng.choice([1, 1, 1, 2, 3]), dynamic, run, seed % 2**16)  # fmt: skip
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _fuzzed(heavy_examples: int) -> Callable[[_F], _F]:
+    """One example on CI (derandomized); `heavy_examples` with DHIR_HYPOTHESIS=heavy."""
+    return settings(
+        max_examples=heavy_examples if HEAVY else 1,
+        derandomize=not HEAVY,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        print_blob=True,
+    )
+
+
 def _compare(got: list[np.ndarray], want: list[np.ndarray]) -> None:
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         _same(np.asarray(g), np.asarray(w), f"argument {k}")
 
 
 @needs_llvm
-@settings(
-    max_examples=300 if HEAVY else 1,
-    derandomize=not HEAVY,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
+@_fuzzed(300)
 @given(
     seed=st.integers(0, 2**32 - 1),
     band=st.integers(2, 7),
@@ -268,13 +278,7 @@ def test_banded_1d_stencils_run_natively_as_the_interpreter_runs_them(
 
 
 @needs_llvm
-@settings(
-    max_examples=300 if HEAVY else 1,
-    derandomize=not HEAVY,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
+@_fuzzed(300)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_banded_2d_sweeps_on_ranks_of_two_threads_run_as_the_interpreter_runs_them(
     seed: int,
@@ -310,13 +314,7 @@ def _rows_to_band(rng: random.Random, ranks: int) -> Program:
 
 
 @needs_llvm
-@settings(
-    max_examples=200 if HEAVY else 1,
-    derandomize=not HEAVY,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
+@_fuzzed(200)
 @given(seed=st.integers(0, 2**32 - 1), ranks=st.integers(1, 3), threads=st.sampled_from([1, 2]))
 @example(seed=1, ranks=2, threads=2)  # bands of 4 steps on 2 ranks, chosen by the caches
 def test_the_native_pipeline_bands_by_small_caches_as_the_interpreter_runs_them(
