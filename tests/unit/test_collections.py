@@ -2,6 +2,8 @@
 afterwards, and the objects that existed before out of the collector's sight meanwhile."""
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from dhir.ir.collections import fewer_collections, settle_young
 
@@ -48,20 +50,10 @@ def test_ir_built_inside_is_scanned_by_no_young_collection() -> None:
     """Building issue 25's program makes ~0.7 million tracked objects a block, nearly
     all alive: a young collection every 100,000 scanned them for nothing (~0.4 s), and
     the first one after the block scanned what was left."""
-    generations: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            generations.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(count)
-    try:
+    with _collections_started() as generations:
         with fewer_collections():
             kept = [[k] for k in range(500_000)]
         pending = gc.get_count()[0]
-    finally:
-        gc.callbacks.remove(count)
     assert generations == []
     assert pending == 0  # what the block made is no young collection's to scan
     assert len(kept) == 500_000
@@ -71,20 +63,10 @@ def test_a_small_build_leaves_its_objects_young() -> None:
     """Dropped IR of a small build (a test's program, in a process making many) is
     freed by the young collections, as before: the first one after the block scans
     what it made."""
-    generations: list[int] = []
-
-    def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            generations.append(info["generation"])
-
-    gc.collect()
-    gc.callbacks.append(count)
-    try:
+    with _collections_started() as generations:
         with fewer_collections():
             kept = [[k] for k in range(5_000)]
         more = [[k] for k in range(10)]
-    finally:
-        gc.callbacks.remove(count)
     assert generations[:1] == [0]
     assert len(kept) + len(more) == 5_010
 
@@ -111,6 +93,23 @@ def test_a_build_larger_than_the_threshold_that_settles_meets_no_young_collectio
     """Parsing issue 25's program (10,000 tasks) made about 2 million objects, past the
     young threshold twice: two young collections scanned a million live objects each
     (0.4 s). The parser settles them as it goes (`settle_young`, once per task)."""
+    with _collections_started() as generations:
+        with fewer_collections():
+            kept: list[list[int]] = []
+            for start in range(0, 1_200_000, 10_000):
+                kept += [[k] for k in range(start, start + 10_000)]
+                settle_young()
+        settle_young()  # outside a block: nothing frozen
+        frozen = gc.get_freeze_count()
+    assert generations == []
+    assert frozen == 0
+    assert len(kept) == 1_200_000
+
+
+@contextmanager
+def _collections_started() -> Iterator[list[int]]:
+    """The generation of each collection the collector starts inside (after a full one
+    before, so that none is pending)."""
     generations: list[int] = []
 
     def count(phase: str, info: dict[str, int]) -> None:
@@ -120,15 +119,6 @@ def test_a_build_larger_than_the_threshold_that_settles_meets_no_young_collectio
     gc.collect()
     gc.callbacks.append(count)
     try:
-        with fewer_collections():
-            kept: list[list[int]] = []
-            for start in range(0, 1_200_000, 10_000):
-                kept += [[k] for k in range(start, start + 10_000)]
-                settle_young()
-        settle_young()  # outside a block: nothing frozen
-        frozen = gc.get_freeze_count()
+        yield generations
     finally:
         gc.callbacks.remove(count)
-    assert generations == []
-    assert frozen == 0
-    assert len(kept) == 1_200_000

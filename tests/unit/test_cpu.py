@@ -166,17 +166,23 @@ def test_a_system_file_naming_an_unknown_cpu_is_reported_at_its_line(tmp_path: P
     a `cpu` clang does not know named the file alone (`error: m.toml: cannot build ...`)."""
     program = tmp_path / "p.mlir"
     program.write_text("func.func @main() {\n  return\n}\n")
-    system = tmp_path / "m.toml"
-    system.write_text(
-        f'[[nodes]]\nname = "n1"\n[[nodes.devices]]\nname = "cpu0"\narch = "{host_arch()}"\n'
-        'cpu = "no-such-cpu"\n'
-    )
+    system = _unknown_cpu_system(tmp_path)
     done = _compile(tmp_path, str(program), "--system", str(system))
     assert done.returncode == 1
     assert f"\n{system}:6:1: error: device 'cpu0': cannot build for CPU 'no-such-cpu'" in (
         done.stderr
     )
     assert '\ncpu = "no-such-cpu"\n^' in done.stderr
+
+
+def _unknown_cpu_system(folder: Path) -> Path:
+    """A one-device description (m.toml) whose `cpu`, on line 6, clang does not know."""
+    system = folder / "m.toml"
+    system.write_text(
+        f'[[nodes]]\nname = "n1"\n[[nodes.devices]]\nname = "cpu0"\narch = "{host_arch()}"\n'
+        'cpu = "no-such-cpu"\n'
+    )
+    return system
 
 
 # Entries mlir-opt-22 rewrites before dhir builds them: a shard program (partitioned) and
@@ -207,11 +213,7 @@ def test_a_description_error_after_mlir_opt_is_at_the_users_line(tmp_path: Path,
     where it came from. It is at the `--system` file's line, and at the program's."""
     program = tmp_path / "p.mlir"
     program.write_text(THROUGH_MLIR_OPT[kind])
-    system = tmp_path / "m.toml"
-    system.write_text(
-        f'[[nodes]]\nname = "n1"\n[[nodes.devices]]\nname = "cpu0"\narch = "{host_arch()}"\n'
-        'cpu = "no-such-cpu"\n'
-    )
+    system = _unknown_cpu_system(tmp_path)
     done = _compile(tmp_path, str(program), "--system", str(system))
     assert done.returncode == 1
     assert "<mlir-opt" not in done.stderr
