@@ -41,6 +41,7 @@ from dhir.transforms.building import declare
 AGREE = "dhir_rt_agree"
 # dhir's own runtimes, whose answers are each rank's by design (`dhir_rt_comm_rank`).
 _DHIRS = ("dhir_", "mgpu")
+_FLOATS = (Float16Type, Float32Type, Float64Type)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def _bits(type_: Attribute) -> int | None:
         return 64
     if isinstance(type_, IntegerType) and type_.width.data <= 64:
         return type_.width.data
-    if isinstance(type_, Float16Type | Float32Type | Float64Type):
+    if isinstance(type_, _FLOATS):
         return type_.bitwidth
     return None
 
@@ -100,27 +101,39 @@ def _agree(result: SSAValue, call: Operation) -> None:
     if bits is None or not result.uses:
         return
     uses = list(result.uses)  # before the ops below use it too
-    made: list[Operation] = []
-    value = result
-    if isinstance(result.type, Float16Type | Float32Type | Float64Type):
-        made.append(arith.BitcastOp(value, IntegerType(bits)))
-        value = made[-1].results[0]
-    if isinstance(result.type, IndexType):
-        made.append(arith.IndexCastOp(value, i64))
-    elif bits < 64:
-        made.append(arith.ExtUIOp(value, i64))
-    value = made[-1].results[0] if made and made[-1].results[0].type == i64 else value
-    agreed = func.CallOp(AGREE, [value], [i64])
-    made.append(agreed)
-    back: SSAValue = agreed.results[0]
-    if isinstance(result.type, IndexType):
-        made.append(arith.IndexCastOp(back, IndexType()))
-    elif bits < 64:
-        made.append(arith.TruncIOp(back, IntegerType(bits)))
-    back = made[-1].results[0]
-    if isinstance(result.type, Float16Type | Float32Type | Float64Type):
-        made.append(arith.BitcastOp(back, result.type))
-        back = made[-1].results[0]
-    Rewriter.insert_op(made, InsertPoint.after(call))
+    widened = _widened(result, bits)
+    agreed = func.CallOp(AGREE, [_last(widened, result)], [i64])
+    narrowed = _narrowed(agreed.results[0], result.type, bits)
+    Rewriter.insert_op([*widened, agreed, *narrowed], InsertPoint.after(call))
+    back = _last(narrowed, agreed.results[0])
     for use in uses:
         use.operation.operands[use.index] = back
+
+
+def _widened(value: SSAValue, bits: int) -> list[Operation]:
+    """The ops making `value`'s bits an i64 (none for an i64)."""
+    made: list[Operation] = []
+    if isinstance(value.type, _FLOATS):
+        made.append(arith.BitcastOp(value, IntegerType(bits)))
+    if isinstance(value.type, IndexType):
+        made.append(arith.IndexCastOp(value, i64))
+    elif bits < 64:
+        made.append(arith.ExtUIOp(_last(made, value), i64))
+    return made
+
+
+def _narrowed(value: SSAValue, type_: Attribute, bits: int) -> list[Operation]:
+    """The ops making the i64 `value` a `type_` of `bits` bits again (`_widened` undone)."""
+    made: list[Operation] = []
+    if isinstance(type_, IndexType):
+        made.append(arith.IndexCastOp(value, IndexType()))
+    elif bits < 64:
+        made.append(arith.TruncIOp(value, IntegerType(bits)))
+    if isinstance(type_, _FLOATS):
+        made.append(arith.BitcastOp(_last(made, value), type_))
+    return made
+
+
+def _last(made: list[Operation], value: SSAValue) -> SSAValue:
+    """The result of the last op of `made`; `value` where it is empty."""
+    return made[-1].results[0] if made else value
