@@ -235,7 +235,10 @@ def test_gpu_func_kernel_is_the_mlir_attribute() -> None:
 def test_gpu_func_constructor_sets_the_attribute() -> None:
     func = gpu.FuncOp("k", ([f32], []), kernel=True)
     func.body.block.add_op(gpu.ReturnOp([]))
-    module = gpu.ModuleOp(StringAttr("m"), Region(Block([func])))
+    # xDSL 0.74's constructor types the name a SymbolRefAttr; the op holds a StringAttr.
+    module = gpu.ModuleOp.create(
+        properties={"sym_name": StringAttr("m")}, regions=[Region(Block([func]))]
+    )
     module.verify()
     assert "gpu.func @k(%0: f32) kernel {" in show(module)
 
