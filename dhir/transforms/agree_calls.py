@@ -11,21 +11,29 @@ rank 1). The program means one call and one answer; rank 0's is that answer. Eac
 result (an integer, index or float, moved as its 64 bits) of such a call in the entry's
 host code, outside its tasks, is replaced by rank 0's (`dhir_rt_agree`, one MPI_Bcast of
 8 bytes a result: a call in a time loop's condition pays one each step). The call still
-runs on every rank, with its effects (a `printf` prints on each). Calls in the program's
-own functions are left as they are: one reached from a task runs on one rank, where a
-broadcast would wait for the others for ever.
+runs on every rank, with its effects (a `printf` prints on each).
+
+The program's own functions (with a body) that only host code calls, the entry's or
+theirs, run on every rank too: their calls of the user's code are agreed the same way
+(before, a `@count` that returned `steps()` for the entry's time loop gave each rank its
+own step count, and the run failed in a broadcast). A function of the program that a task
+or a parallel loop calls as well runs on one rank or thread there, where a broadcast would
+wait for the others for ever: its own calls are left alone, and its scalar results are
+agreed at host code's calls of it instead, when it calls the user's code at all.
 """
 
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     Float16Type,
     Float32Type,
     Float64Type,
     IndexType,
     IntegerType,
     ModuleOp,
+    SymbolRefAttr,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -48,8 +56,8 @@ _FLOATS = (Float16Type, Float32Type, Float64Type)
 class AgreeCallsPass(ModulePass):
     """Give every rank rank 0's scalar results of the user's code that host code calls.
 
-    Each result of such a call in the entry, outside tasks, is replaced by rank 0's on
-    every rank (`ranks` > 1)."""
+    Each result of such a call outside tasks, in the entry or in a function that only
+    such host code calls, is replaced by rank 0's on every rank (`ranks` > 1)."""
 
     name = "dhir-agree-calls"
 
@@ -60,7 +68,14 @@ class AgreeCallsPass(ModulePass):
         function = SymbolTable.lookup_symbol(op, self.entry)
         if self.ranks <= 1 or not isinstance(function, func.FuncOp):
             return
-        calls = [call for call in find_ops(function, func.CallOp) if _agreed(op, call)]
+        hosts = _host_functions(op, function)
+        calls = [
+            call
+            for host in op.ops
+            if host in hosts
+            for call in find_ops(host, func.CallOp)
+            if _agreed(op, call, hosts)
+        ]
         for call in calls:
             for result in call.results:
                 _agree(result, call)
@@ -68,19 +83,88 @@ class AgreeCallsPass(ModulePass):
             declare(op, AGREE, [i64], [i64], "dhir's runtime")
 
 
-def _agreed(module: ModuleOp, call: func.CallOp) -> bool:
-    """Whether `call` is host code's call of the user's code with a scalar result."""
-    name = call.callee.string_value()
-    callee = SymbolTable.lookup_symbol(module, name)
+# In a task, one rank runs a call; in a parallel loop, threads may (a broadcast there
+# would be a collective of threads, which MPI does not allow).
+_NOT_HOST = (TaskOp, scf.ParallelOp, affine.ParallelOp)
+
+
+def _agreed(module: ModuleOp, call: func.CallOp, hosts: set[func.FuncOp]) -> bool:
+    """Whether `call` is host code's call, with a scalar result, of the user's code or of
+    a function of the program that calls it and that not only host code calls (`hosts`:
+    those that only host code calls, whose own calls are agreed)."""
+    callee = SymbolTable.lookup_symbol(module, call.callee.string_value())
     return (
         isinstance(callee, func.FuncOp)
-        and callee.is_declaration
-        and not name.startswith(_DHIRS)
-        # In a task, one rank runs it; in a parallel loop, threads may (a broadcast
-        # there would be a collective of threads, which MPI does not allow).
-        and enclosing(call, (TaskOp, scf.ParallelOp, affine.ParallelOp)) is None
+        and (_users(callee) if callee.is_declaration else callee not in hosts)
+        and (callee.is_declaration or _calls_users(module, callee, set()))
+        and enclosing(call, _NOT_HOST) is None
         and any(_bits(r.type) is not None for r in call.results)
     )
+
+
+def _users(function: func.FuncOp) -> bool:
+    """Whether the bodiless `function` is the user's code, not dhir's runtime's (whose
+    answers are each rank's by design: `dhir_rt_comm_rank`)."""
+    return not function.sym_name.data.startswith(_DHIRS)
+
+
+def _calls_users(module: ModuleOp, function: func.FuncOp, seen: set[str]) -> bool:
+    """Whether `function`, or a function of the program it calls, calls the user's code."""
+    seen.add(function.sym_name.data)
+    for call in find_ops(function, func.CallOp):
+        name = call.callee.string_value()
+        callee = SymbolTable.lookup_symbol(module, name)
+        if not isinstance(callee, func.FuncOp) or name in seen:
+            continue
+        if _users(callee) if callee.is_declaration else _calls_users(module, callee, seen):
+            return True
+    return False
+
+
+def _host_functions(module: ModuleOp, entry: func.FuncOp) -> set[func.FuncOp]:
+    """`entry` and the functions of the program that only host code calls: theirs or the
+    entry's, outside tasks and parallel loops, by a `func.call` (a function named
+    anywhere else may run anywhere); every rank runs each of them whole."""
+    own = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    hosts = {f for f in own.values() if not f.is_declaration}
+    sites: dict[str, list[func.CallOp]] = {name: [] for name in own}
+    named: set[str] = set()
+    for op in module.walk():
+        if isinstance(op, func.CallOp) and op.callee.string_value() in sites:
+            sites[op.callee.string_value()].append(op)
+        elif not isinstance(op, func.CallOp):
+            named.update(_named(op))
+    changed = True
+    while changed:
+        changed = False
+        for function in list(hosts):
+            name = function.sym_name.data
+            if function is entry:
+                continue
+            calls = sites[name]
+            if name in named or not calls or not all(_from(c, hosts) for c in calls):
+                hosts.discard(function)
+                changed = True
+    return hosts
+
+
+def _from(call: func.CallOp, hosts: set[func.FuncOp]) -> bool:
+    """Whether `call` is in host code of one of `hosts`."""
+    caller = enclosing(call, func.FuncOp)
+    return caller in hosts and enclosing(call, _NOT_HOST) is None
+
+
+def _named(op: Operation) -> list[str]:
+    """The symbols `op`'s attributes and properties name (at their top, or in an array)."""
+    values = [*op.attributes.values(), *op.properties.values()]
+    found: list[str] = []
+    while values:
+        value = values.pop()
+        if isinstance(value, SymbolRefAttr):
+            found.append(value.root_reference.data)
+        elif isinstance(value, ArrayAttr):
+            values.extend(value.data)
+    return found
 
 
 def _bits(type_: Attribute) -> int | None:

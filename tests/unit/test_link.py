@@ -874,3 +874,39 @@ def test_ranks_take_rank_0_s_answers_of_c_that_host_code_calls(tmp_path: Path) -
         u[1:15] = v[1:15]
     assert_equal(want, [u, v])
     assert_equal(dhir.run(RANKED_LOOPS, *args, ranks=2, link=[obj]), want)
+
+
+# RANKED_LOOPS with the step count and the condition got through the program's own
+# functions, which only host code calls.
+RANKED_OWN = (
+    RANKED_LOOPS.replace("call @steps()", "call @count()").replace(
+        "call @more(%t)", "call @going(%t)"
+    )
+    + """
+func.func private @count() -> i64 {
+  %n = func.call @steps() : () -> i64
+  return %n : i64
+}
+func.func private @going(%t: i64) -> i1 {
+  %go = func.call @more(%t) : (i64) -> i1
+  return %go : i1
+}
+"""
+)
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_ranks_take_rank_0_s_answers_of_c_that_host_code_s_own_functions_call(
+    tmp_path: Path,
+) -> None:
+    """The program's own functions that host code calls and that call C ran other step
+    counts on other ranks still, and the run failed in a broadcast; they run on every
+    rank, so their calls take rank 0's answers too."""
+    (tmp_path / "ranked.c").write_text(RANKED_C)
+    obj = tmp_path / "ranked.o"
+    subprocess.run(["clang-22", "-fPIC", "-c", tmp_path / "ranked.c", "-o", obj], check=True)
+    args = [(np.arange(16.0) ** 2) % 7, np.zeros(16)]
+    want = dhir.run(RANKED_LOOPS, *args, backend="interp", link=[obj])
+    assert_equal(dhir.run(RANKED_OWN, *args, backend="interp", link=[obj]), want)
+    assert_equal(dhir.run(RANKED_OWN, *args, ranks=2, link=[obj]), want)
