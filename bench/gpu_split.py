@@ -234,10 +234,28 @@ def run(directory: Path, runtime: Path | None, threads: int, repeats: int, budge
             same = all(np.array_equal(g, w) for g, w in zip(got[:-2], reference[:-2], strict=True))
             failed += not same
             _line(name, suffix, times, "" if same else "  RESULTS DIFFER from the CPU alone's")
+        _goal(name, times)
         if name == "gemm" and reference:
             a, b, c = _inputs("gemm")
             np.testing.assert_allclose(reference[2], c + BASE * (a @ b), rtol=1e-9, atol=1e-9)
     return 1 if failed else 0
+
+
+def _goal(name: str, times: dict[str, float]) -> None:
+    """Issue 31's goal: the best split never slower than the faster device alone (and
+    faster where the two devices' rates are close)."""
+    splits = {k: v for k, v in times.items() if k.startswith("split")}
+    alone = [times[k] for k in ("cpu", "gpu") if k in times]
+    if not splits or not alone:
+        print(f"goal {name}: not measured (no split or device alone ran)")
+        return
+    best = min(splits, key=splits.__getitem__)
+    ratio = min(alone) / splits[best]
+    print(
+        f"goal {name}: best split {best} {splits[best] * 1e3:.2f} ms, faster device alone "
+        f"{min(alone) * 1e3:.2f} ms: {ratio:.2f}x (>= 1): {'met' if ratio >= 1 else 'NOT met'}"
+        f"; measured share {_share(times):.2f}"
+    )
 
 
 def _order(variants: dict[str, dict], times: dict[str, float]) -> Iterator[str]:

@@ -39,6 +39,7 @@ from dhir.transforms.instrument import ProfileRecorder  # noqa: E402
 ELEMENTS = (1 << 30) // (3 * 8)  # three float64 arrays, 1 GiB in all
 BASE_ITERATIONS = 10
 BYTES_PER_ELEMENT = 3 * 8  # read b and c, write a
+GOAL = 0.9  # of the peak bandwidth (issue 31)
 # Peak memory bandwidth in GB/s, by a part of nvidia-smi's name (first match wins).
 PEAK_GBPS = (
     ("H200", 4800.0),
@@ -158,6 +159,9 @@ def main() -> int:
     peak = peak_of(name or "")
     ratio = f"{gbps / peak:.2f} of peak {peak:.0f} GB/s" if peak else "peak unknown"
     print(f"gpu_triad on {name}: {gbps:.0f} GB/s ({ratio}); {per_iteration * 1e3:.3f} ms/iter")
+    if peak:
+        met = "met" if gbps >= GOAL * peak else "NOT met"
+        print(f"goal: >= {GOAL} of peak: {gbps / peak:.2f}, {met}")
     cuda = cuda_baseline(args.iterations)
     if cuda is None:
         print(
