@@ -11,8 +11,11 @@ ping-pong between 2 ranks for each way of device messages (DHIR_GPU_MESSAGES=pee
 staged), every loop form a GPU task may use (1-D, 2-D, 3-D scf.parallel,
 affine.parallel, linalg), block and warp reductions (gpu.all_reduce, gpu.shuffle,
 gpu.subgroup_reduce), a tiled matmul with workgroup memory and barriers, kernels calling
-the program's functions, and N random schedules with GPU tasks (tests/unit/strategies.py;
+the program's functions, N random schedules with GPU tasks (tests/unit/strategies.py;
 their messages alternate between the two ways; every third runs in a time loop), and
+N / 8 each of the other differential tests' random programs with GPU targets (GPU-only
+schedules on 2-3 ranks in a time loop, planned row by row; loop bounds and steps tiled
+onto threads; loops and linalg ops split over a GPU and CPU ranks), and
 `dhir calibrate`'s GPU measuring program, saves their inputs and what the
 sequential interpreter computes from them, and copies what the executables load at run
 time (MPICH's launcher and libmpi, MLIR's runner utilities, libomp) into DIR/runtime.
@@ -197,7 +200,15 @@ def _cases(random_count: int) -> list[dict[str, object]]:
                 inputs=ints(20, 1),
             )
         )
-    return cases + _collective_cases(floats) + _random_cases(random_count, rng)
+    extra = random_count // 8
+    return (
+        cases
+        + _collective_cases(floats)
+        + _random_cases(random_count, rng)
+        + _random_rows_cases(extra, rng)
+        + _random_bounds_cases(extra)
+        + _random_split_cases(extra)
+    )
 
 
 def _collective_cases(floats: Callable[..., np.ndarray]) -> list[dict[str, object]]:
@@ -267,6 +278,87 @@ def _random_cases(count: int, rng: np.random.Generator) -> list[dict[str, object
     return cases
 
 
+def _examples(strategy: object, count: int) -> list:
+    from hypothesis.errors import NonInteractiveExampleWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NonInteractiveExampleWarning)
+        return [strategy.example() for _ in range(count)]  # type: ignore[attr-defined]
+
+
+def _random_rows_cases(count: int, rng: np.random.Generator) -> list[dict[str, object]]:
+    """test_rows_between_gpus_in_a_time_loop_keep_the_sequential_result's programs: GPU
+    tasks only on 2-3 ranks in an scf.for, planned row by row (dhir.transforms.gpu_rows),
+    each message of rows landing at its offset on the other GPU."""
+    from strategies import ranked_cases
+    from test_gpu_data import GPU_ONLY, TimeLoop, _in_time_loop, parallel
+
+    cases: list[dict[str, object]] = []
+    for k, (ranks, drawn, _) in enumerate(_examples(ranked_cases((2, 3), 10, 4, GPU_ONLY), count)):
+        program = parallel(drawn)
+        loop = TimeLoop(1 + k % 4, k % 3, 1 + k % 3)
+        inputs = [
+            rng.integers(-50, 50, program.size).astype(np.int32) for _ in range(program.buffers)
+        ]
+        cases.append(
+            dict(
+                name=f"rows-{k}",
+                text=_in_time_loop(program.text(), loop.steps, loop),
+                ranks=ranks,
+                inputs=inputs,
+                run_env={"DHIR_GPU_MESSAGES": WAYS[k % len(WAYS)]},
+            )
+        )
+    return cases
+
+
+def _random_bounds_cases(count: int) -> list[dict[str, object]]:
+    """test_kernels_run_every_iteration_of_their_loops' programs: 1-3-D parallel loops
+    of any bounds and steps, tiled onto threads, each iteration storing its indices."""
+    from test_gpu_build import _bounded_loops, _loop_bounds
+
+    return [
+        dict(
+            name=f"bounds-{k}",
+            text=_bounded_loops(dims, 12),
+            ranks=1,
+            inputs=[np.zeros([12] * len(dims), np.int64)],
+        )
+        for k, dims in enumerate(_examples(_loop_bounds(side=12), count))
+    ]
+
+
+def _random_split_cases(count: int) -> list[dict[str, object]]:
+    """test_split_devices' programs: a parallel loop or a linalg op bound to any device,
+    cut over a GPU and 1-3 CPU ranks by a machine description (dhir-split-devices), the
+    GPU piece copying its rows only."""
+    from test_split_devices import _any, _node
+    from test_split_tasks import linalg_tasks, one_loops
+
+    loops = _examples(one_loops(("scf.parallel", "affine.parallel")), count - count // 2)
+    ops = _examples(linalg_tasks(), count // 2)
+    cases: list[dict[str, object]] = []
+    for k, case in enumerate([*loops, *ops]):
+        cpu_ranks = 1 + k % 3
+        system = _node(cpu_ranks, (50.0, 100.0)[k % 2], (30.0, 100.0, 200.0)[k % 3])
+        if hasattr(case, "unforced"):
+            text, types = _any(case.unforced()), {}
+        else:
+            text = _any(case.text().replace(f" attributes {{dhir.split = {case.pieces}}}", ""))
+            types = {2: "index"} if case.counter == "index" else {}
+        cases.append(
+            dict(
+                name=f"split-{k}",
+                text=text,
+                ranks=cpu_ranks + 1,
+                inputs=case.inputs(),
+                scalar_types=types,
+                system=system,
+            )
+        )
+    return cases
+
+
 def build(directory: Path, random_count: int, chip: str) -> int:
     os.environ["DHIR_GPU_CHIP"] = chip  # for `kind = "gpu"` targets: no GPU here to ask
     directory.mkdir(parents=True, exist_ok=True)
@@ -300,6 +392,11 @@ def _build_case(folder: Path, case: dict[str, object]) -> dict[str, object]:
     placement = str(case.get("placement", "round-robin"))
     command = [sys.executable, "-m", "dhir", "compile", str(source), "-o", str(folder / "exe")]
     command += ["-n", str(case["ranks"]), "--placement", placement, "--cpu", CPU]
+    if case.get("system") is not None:  # placed and split by a machine description
+        from dhir.machine.files import write_system
+
+        write_system(case["system"], folder / "system.json")  # type: ignore[arg-type]
+        command += ["--system", str(folder / "system.json")]
     subprocess.run(command, env=dict(os.environ, **case.get("env", {})), check=True)
     inputs = list(case["inputs"])
     types: dict[int, str] = case.get("scalar_types", {})  # type: ignore[assignment]  # by position: index
@@ -316,7 +413,8 @@ def _build_case(folder: Path, case: dict[str, object]) -> dict[str, object]:
         outputs.append(k)
     print(f"built {case['name']}")
     kept = {k: case[k] for k in ("name", "ranks", "copies", "rtol", "run_env") if k in case}
-    return kept | {"inputs": given, "outputs": outputs}
+    system = ["system.json"] if case.get("system") is not None else []
+    return kept | {"inputs": given, "outputs": outputs, "system": system}
 
 
 def _copy_runtime(target: Path) -> None:
@@ -404,6 +502,8 @@ def _check_case(folder: Path, case: dict[str, object], env: dict[str, str]) -> t
     command = [sys.executable, "-m", "dhir", "run", str(folder / "exe"), "--output-dir", str(out)]
     for given in case["inputs"]:
         command += ["--input", str(folder / given) if given.endswith(".npy") else given]
+    for system in case.get("system", []):  # lays the ranks out as the build placed them
+        command += ["--system", str(folder / system)]
     env = dict(env, DHIR_GPU_STATS=str(stats), **case.get("run_env", {}))
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
