@@ -423,7 +423,9 @@ def _copy_runtime(target: Path) -> None:
     mpi = find_mpi("mpich")
     for sub in ("bin", "lib", "include"):
         (target / "mpich" / sub).mkdir(parents=True, exist_ok=True)
-    for name in ("mpirun", "mpiexec", "mpiexec.hydra", "hydra_pmi_proxy"):
+    # Only what dhir starts (mpirun, the same program as mpiexec and mpiexec.hydra) and
+    # what mpirun starts: the device tool carries 64 MiB, tree and bundle together.
+    for name in ("mpirun", "hydra_pmi_proxy"):
         shutil.copy2(mpi.prefix / "bin" / name, target / "mpich" / "bin" / name)
     shutil.copy2(mpi.include_dir / "mpi.h", target / "mpich" / "include" / "mpi.h")
     for library in mpi.lib_dir.glob("libmpi.so*"):
@@ -433,10 +435,22 @@ def _copy_runtime(target: Path) -> None:
             mpi.lib_dir / "mpich", target / "mpich" / "lib" / "mpich", dirs_exist_ok=True
         )
     (target / "lib").mkdir(exist_ok=True)
-    llvm = find_llvm_tools().lib_dir
-    for pattern in ("libmlir_c_runner_utils.so.*", "libomp.so*"):
-        for library in llvm.glob(pattern):
-            shutil.copy2(library, target / "lib" / library.name)
+    llvm = find_llvm_tools()
+    for library in llvm.lib_dir.glob("libomp.so.*"):  # the name programs need
+        shutil.copy2(library, target / "lib" / library.name)
+    # LLVM 22's runner utils need libMLIR.so (107 MB): programs get scripts/memref_copy.c's
+    # memrefCopy under the library's name instead.
+    for library in llvm.lib_dir.glob("libmlir_c_runner_utils.so.*"):
+        build_memref_copy(target / "lib" / library.name)
+
+
+def build_memref_copy(library: Path) -> None:
+    """scripts/memref_copy.c as the shared library `library` (its name, its soname)."""
+    from dhir.toolchain.tools import find_llvm_tools
+
+    command = [str(find_llvm_tools().clang), "-O2", "-shared", "-fPIC"]
+    command += [f"-Wl,-soname,{library.name}", "-o", str(library)]
+    subprocess.run([*command, str(ROOT / "scripts" / "memref_copy.c")], check=True)
 
 
 def check(directory: Path, jobs: int) -> int:
