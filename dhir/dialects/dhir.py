@@ -97,6 +97,9 @@ TASK_ATTRS = frozenset(
     {*USER_TASK_ATTRS, "dhir.piece", "dhir.rows", "dhir.gpu_rows", *DEPENDENCE_ANNOTATIONS}
 )
 SCHEDULE_ATTRS = frozenset({"dhir.shardings"})
+# What a typo of a task's attribute may have meant: its name, or a user's dhir.* key
+# written without `dhir.`.
+_PLAIN_TASK_ATTRS = {"name": "name", **{key.removeprefix("dhir."): key for key in USER_TASK_ATTRS}}
 
 
 def _verify_dhir_attrs(
@@ -113,6 +116,34 @@ def _verify_dhir_attrs(
             f"{op.name} has an attribute {key} that dhir does not know{guess}; {op.name} "
             f"{takes}: remove it or correct its name"
         )
+
+
+def _one_edit_apart(key: str, word: str) -> bool:
+    """Whether `key` is `word` in other case, with two letters swapped, or with one
+    letter more or fewer: a typo, not an attribute of the user's own (`note`)."""
+    key = key.lower()
+    if key == word or sorted(key) == sorted(word):
+        return True
+    shorter, longer = sorted((key, word), key=len)
+    if len(longer) - len(shorter) != 1:
+        return False
+    return any(longer[:i] + longer[i + 1 :] == shorter for i in range(len(longer)))
+
+
+def _verify_plain_task_attrs(op: Operation) -> None:
+    """Refuse an attribute without `dhir.` that names one dhir reads on a task: `rank`
+    for `dhir.rank` (the task was placed anywhere), `nmae` for `name` (left unnamed)."""
+    for key in op.attributes:
+        if key == "name" or key.startswith("dhir."):
+            continue
+        for word, attr in _PLAIN_TASK_ATTRS.items():
+            if _one_edit_apart(key, word):
+                raise VerifyException(
+                    f"{op.name} has an attribute {key} that dhir does not read (did you "
+                    f"mean {attr}?); a task's name is name, and dhir.task takes "
+                    f"{', '.join(USER_TASK_ATTRS)}: correct its name, or rename it if it "
+                    "is your own"
+                )
 
 
 @irdl_attr_definition
@@ -474,6 +505,7 @@ class TaskOp(IRDLOperation):
         parser builds such a task only as they require (see dhir/ir/region_cache.py)."""
         self._verify_placement_in_schedule()
         _verify_dhir_attrs(self, TASK_ATTRS, USER_TASK_ATTRS)
+        _verify_plain_task_attrs(self)
         self._verify_rank()
         self._verify_name()
         target, name, memrefs = self._header()

@@ -166,6 +166,45 @@ def test_a_target_property_of_the_wrong_kind_says_what_to_give(given: str, said:
     assert rendered.startswith(f"prog.mlir:3:22: error: {said}"), rendered
 
 
+def _task_with(attributes: str) -> str:
+    return (
+        "func.func @f(%a: memref<4xf32>) {\n  dhir.schedule %a {\n"
+        '    %cpu = dhir.target {kind = "cpu"}\n'
+        f"    %t = dhir.task %cpu, %a attributes {attributes} {{\n    }}\n  }}\n"
+        "  func.return\n}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("{rank = 1}", "dhir.rank"),
+        ("{split = 2}", "dhir.split"),
+        ("{reassociate}", "dhir.reassociate"),
+        ('{nmae = "init"}', "name"),
+        ('{Name = "init"}', "name"),
+        ('{names = "init"}', "name"),
+    ],
+)
+def test_a_task_attribute_dhir_would_read_under_another_name_is_refused(
+    given: str, meant: str
+) -> None:
+    """`{rank = 1}` placed the task anywhere and `{nmae = ...}` left it unnamed, silently."""
+    with pytest.raises(DhirError) as info:
+        parse_string(_task_with(given), "prog.mlir")
+    rendered = info.value.render()
+    key = given[1:].split(" ")[0].rstrip("}")
+    assert rendered.startswith(
+        f"prog.mlir:4:10: error: dhir.task has an attribute {key} that dhir does not read "
+        f"(did you mean {meant}?)"
+    ), rendered
+
+
+@pytest.mark.parametrize("given", ['{note = "scale"}', '{name = "init"}', "{dhir.rank = 0}"])
+def test_other_task_attributes_are_kept(given: str) -> None:
+    parse_string(_task_with(given), "prog.mlir")
+
+
 # Each op of this text and where mlir-opt-22 locates it (--mlir-print-debuginfo): at the
 # op's name (for a generic op, the quote that opens it), whatever results come before it.
 OP_COLUMNS = """\
