@@ -44,11 +44,23 @@ static double *trial_times(int trials) {
   return times;
 }
 
+/* rank<R>.started in DHIR_STATE_DIR: the rank got past MPI_Init (the launcher otherwise
+   says that mpirun did not start it, most often on a host it cannot reach). */
+static void mark_started(int rank) {
+  const char *dir = getenv("DHIR_STATE_DIR");
+  if (dir == NULL) return;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/rank%d.started", dir, rank);
+  FILE *file = fopen(path, "w");
+  if (file != NULL) fclose(file);
+}
+
 static int pingpong(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  mark_started(rank);
   if (size != 2 || argc < 4) {
     if (rank == 0) fprintf(stderr, "pingpong runs on exactly 2 ranks with sizes\n");
     MPI_Abort(MPI_COMM_WORLD, 2);

@@ -291,8 +291,22 @@ def run_mpi_program(exe: Path, args: Sequence[str], options: RunOptions | None =
         env["DHIR_STATE_DIR"] = str(work)
         launcher = _mpirun(install, options.ranks, None, options.hostfile)
         command = [*launcher, str(Path(exe).resolve()), *args]
-        _launch(command, env, options.timeout, work / "output.log", options.ranks)
+        try:
+            _launch(command, env, options.timeout, work / "output.log", options.ranks)
+        except DhirError as error:
+            raise _unstarted(error, work, options.hostfile) from None
         return (work / "output.log").read_text(errors="replace")
+
+
+def _unstarted(error: DhirError, work: Path, hostfile: Path | None) -> DhirError:
+    """`error`, of a plain MPI program launched with `hostfile`, saying which hosts to check
+    where no rank marked itself started (`rank<R>.started` in DHIR_STATE_DIR, written
+    after MPI_Init: dhir_calibrate's ping-pong); `error` itself otherwise."""
+    if hostfile is None or any(work.glob("rank*.started")) or len(error.diagnostics) != 1:
+        return error
+    head, _, rest = error.diagnostics[0].message.partition("\n")
+    told = "\n".join(part for part in (head, _unreached(hostfile), rest) if part)
+    return type(error)([Diagnostic(told)])
 
 
 def _mpirun(
@@ -482,12 +496,17 @@ def _not_started(errors: Path | None, log: Path, hostfile: Path | None) -> list[
         return []
     if hostfile is None:
         return ["  no rank got past MPI_Init (mpirun had not started the ranks)"]
+    return [_unreached(hostfile)]
+
+
+def _unreached(hostfile: Path) -> str:
+    """The line saying that mpirun had not started the ranks on `hostfile`'s hosts."""
     hosts = ", ".join(_hostfile_hosts(hostfile))
-    return [
+    return (
         f"  no rank got past MPI_Init: mpirun had not started the ranks on the hostfile's "
         f"hosts ({hosts}); check that this host reaches each without a password (`ssh "
         'HOST true`) or through the batch system (docs/machine.md, "Running on a cluster")'
-    ]
+    )
 
 
 def _hostfile_hosts(hostfile: Path) -> list[str]:

@@ -301,3 +301,31 @@ def test_an_output_that_is_a_directory_is_refused_before_measuring(
     folder.mkdir()
     assert main(["calibrate", "--quick", "-o", str(folder)]) == 1
     assert f"-o {folder} is a directory; name the description's file" in capsys.readouterr().err
+
+
+@pytest.mark.mpi
+@needs_clang
+def test_a_ping_pong_whose_host_mpirun_cannot_reach_says_which(tmp_path: Path) -> None:
+    """`dhir calibrate --system` with a host no ssh reaches showed only mpirun's output;
+    it names the hosts and what to check, as `dhir run` does, and only where no rank got
+    past MPI_Init (a rank that did marks itself started)."""
+    import socket
+
+    from dhir.machine.layout import slots_text
+    from dhir.toolchain.launch import run_mpi_program
+    from dhir.toolchain.options import RunOptions
+
+    exe = calibrate.build_program(tmp_path, "mpich")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(slots_text([(socket.gethostname(), 1), ("node1.invalid", 1)], "mpich"))
+    options = RunOptions(ranks=2, mpi="mpich", timeout=60, hostfile=hostfile)
+    with pytest.raises(DhirError) as caught:
+        run_mpi_program(exe, ["pingpong", "1", "8:1"], options)
+    message = str(caught.value)
+    assert "no rank got past MPI_Init" in message and "node1.invalid)" in message, message
+    assert "ssh HOST true" in message, message
+    # One rank, started on this host: the ping-pong aborts, past MPI_Init.
+    hostfile.write_text(slots_text([(socket.gethostname(), 1)], "mpich"))
+    with pytest.raises(DhirError) as caught:
+        run_mpi_program(exe, ["pingpong", "1", "8:1"], replace(options, ranks=1))
+    assert "MPI_Init" not in str(caught.value), str(caught.value)
