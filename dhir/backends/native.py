@@ -32,7 +32,7 @@ from dhir.dialects import func, memref
 from dhir.dialects.dhir import TargetOp, TaskOp, walk_outside_tasks
 from dhir.ir.collections import fewer_collections
 from dhir.ir.diagnostics import DhirError, Diagnostic, SourceLoc, error_at, loc_of
-from dhir.ir.tasks import is_gpu_task, names_kept, task_ids, task_label
+from dhir.ir.tasks import is_gpu_task, names_kept, rank_of, task_ids, task_label
 from dhir.ir.text import print_module
 from dhir.ir.walk import enclosing, find_ops
 from dhir.machine.dlti import SYSTEM_ATTR, at_description, device_key_loc, system_of
@@ -175,6 +175,7 @@ def compile_native(
             agree = AgreeCallsPass(entry, ranks)
             run_pipeline(module, PassPipeline((agree, place, *timed, track)), verify_each=False)
             tasks = task_table(module)
+            ranked = _with_ranks(tasks, module)
         if plan is not None:
             timing.notes += [f"split: {line}" for line in plan.lines()]
         if options.optimize:
@@ -195,7 +196,7 @@ def compile_native(
         steps = part_count(len(tasks))
         count = piece_count(steps, os.cpu_count() or 1) if gpu is None else 1
         if count >= 2:
-            build = _Build(options, signature, timing, openmp, runtime, tasks, callers)
+            build = _Build(options, signature, timing, openmp, runtime, ranked, callers)
             # A piece holds steps, not the entry, whose name the checks would not find.
             pieces = _after_passes(options, openmp, gpu is not None, names)
             lowered = build.lowering(module, lower, (pieces, after), -(-steps // count))
@@ -213,13 +214,23 @@ def compile_native(
         timing=timing,
         openmp=openmp,
         gpu=gpu,
-        tasks=tasks,
+        tasks=ranked,
         bands=bands,
         mpi_checked=True,
         early_runtime=runtime,
         callers=callers,
     )
     return exe, signature
+
+
+def _with_ranks(table: list[str], module: ModuleOp) -> list[str]:
+    """dhir-track-tasks' `table` with each task's rank added as a last field, for the
+    launcher to tell a rank that runs no task from one before its first (the table as
+    it is where a task has no rank)."""
+    ranks = [rank_of(task) for task in task_ids(module)]
+    if len(ranks) != len(table) or None in ranks:
+        return table
+    return [f"{line}\t{rank}" for line, rank in zip(table, ranks, strict=True)]
 
 
 def _after_passes(

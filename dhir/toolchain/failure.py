@@ -245,13 +245,21 @@ class RankState:
     task: int
     call: int
     peer: int
-    tasks: tuple[str, ...]  # "name<TAB>location<TAB>...", by task id (dhir-track-tasks)
+    # "name<TAB>location<TAB>schedule<TAB>kind<TAB>rank", by task id (dhir-track-tasks'
+    # table, the rank added by the native backend; older tables lack it)
+    tasks: tuple[str, ...]
 
     def task_name(self) -> str | None:
         if not 0 <= self.task < len(self.tasks):
             return None
         name, where, *_ = [*self.tasks[self.task].split("\t"), ""]
         return f"task {name}" + (f" at {where}" if where else "")
+
+    def has_no_task(self) -> bool:
+        """Whether the table says no task runs on this rank (False where it does not say:
+        a table without ranks)."""
+        ranks = [line.split("\t")[4:5] for line in self.tasks]
+        return all(ranks) and str(self.rank) not in (r for [r] in ranks)
 
     def waiting_on(self) -> int | None:
         """The rank this one was in an MPI call with, if any."""
@@ -265,19 +273,19 @@ class RankState:
             return f"running {task}" if task else "running a task"
         if self.phase == _DONE:
             return "finishing, after its last task"
-        after = f"after {task}" if task else "before its first task"
+        after = f", after {task}" if task else ", before its first task"
+        if self.has_no_task():  # more ranks than tasks, or placement left it none
+            after = ", with no task of its own"
         if self.phase == _MPI:
             call = _CALLS.get(self.call, "an MPI call")
-            return f"in {call}{self._peer()}, {after}"
+            return f"in {call}{self._peer()}{after}"
         if self.phase == _INPUTS:
-            return f"reading its part of the inputs, {after}"
+            return f"reading its part of the inputs{after}"
         if self.phase == _RESULTS:
-            return f"writing the results through rank 0, {after}"
+            return f"writing the results through rank 0{after}"
         if self.phase != _BETWEEN:
-            return f"starting, {after}"
-        return (
-            f"between tasks, {after}" if task else f"in host code, past its first messages, {after}"
-        )
+            return f"starting{after}"
+        return f"between tasks{after}" if task else f"in host code, past its first messages{after}"
 
     def _peer(self) -> str:
         if self.peer < 0:

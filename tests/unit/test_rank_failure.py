@@ -383,6 +383,19 @@ def test_a_rank_past_its_messages_without_tasks_is_not_starting() -> None:
     assert RankState(0, 200, 3, -1, 4, 1, table).waiting_on() == 1
 
 
+def test_a_rank_the_table_gives_no_task_is_said_to_have_none() -> None:
+    """A rank with no task (more ranks than tasks) was said to be "before its first task"."""
+    table = ("t0\tf.mlir:3:5\tmain.schedule0\tcpu\t1", "t1\tf.mlir:4:5\tmain.schedule0\tcpu\t1")
+    assert RankState(0, 200, 2, -1, 4, 1, table).doing() == (
+        "in host code, past its first messages, with no task of its own"
+    )
+    assert RankState(2, 202, 3, -1, 6, -1, table).doing() == (
+        "in a barrier (dhir_rt_barrier), with no task of its own"
+    )
+    assert RankState(1, 201, 3, -1, 5, 0, table).doing().endswith(", before its first task")
+    assert RankState(1, 201, 3, 1, 5, 0, table).doing().endswith(", after task t1 at f.mlir:4:5")
+
+
 HOST_DIVIDES = """func.func @main(%a: memref<4xi32>, %d: i32) {
   dhir.schedule %a {
     %cpu = dhir.target {kind = "cpu"}
@@ -407,4 +420,6 @@ def test_a_rank_that_ran_no_task_dies_in_host_code_after_its_messages() -> None:
     with pytest.raises(DhirError) as caught:
         dhir.run(module, np.zeros(4, np.int32), np.int32(0), ranks=2, timeout=120)
     message = str(caught.value)
-    assert "rank 0 died while in host code, past its first messages" in message, message
+    # Its task is rank 1's: rank 0 has none to be before.
+    died = "rank 0 died while in host code, past its first messages, with no task of its own;"
+    assert died in message, message
