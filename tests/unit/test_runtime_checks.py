@@ -207,22 +207,14 @@ def test_runtime_checks_takes_a_mode() -> None:
 
 @pytest.mark.mlir
 @pytest.mark.mpi
-def test_an_out_of_bounds_store_stops_the_run_at_its_line(tmp_path: Path) -> None:
-    program = write(tmp_path, STORE_PAST_END)
-    where = SourceLoc(str(program), 10, 9)
-    assert refused_before_the_run(program, np.zeros(8, np.int32), np.int64(9)) == where
-    with pytest.raises(DhirError) as caught:
-        dhir.run(program, np.zeros(8, np.int32), np.int64(9), runtime_checks=True)
-    diagnostic = caught.value.diagnostics[0]
-    assert diagnostic.loc == where
-    assert diagnostic.message.startswith("a runtime check failed: out-of-bounds access;")
-
-
-@pytest.mark.mlir
-@pytest.mark.mpi
-def test_an_out_of_bounds_affine_store_stops_the_run_at_its_line(tmp_path: Path) -> None:
-    program = write(tmp_path, AFFINE_STORE_PAST_END)
-    where = SourceLoc(str(program), 7, 9)
+@pytest.mark.parametrize(
+    ("text", "line"), [(STORE_PAST_END, 10), (AFFINE_STORE_PAST_END, 7)], ids=["store", "affine"]
+)
+def test_an_out_of_bounds_store_stops_the_run_at_its_line(
+    tmp_path: Path, text: str, line: int
+) -> None:
+    program = write(tmp_path, text)
+    where = SourceLoc(str(program), line, 9)
     assert refused_before_the_run(program, np.zeros(8, np.int32), np.int64(9)) == where
     with pytest.raises(DhirError) as caught:
         dhir.run(program, np.zeros(8, np.int32), np.int64(9), runtime_checks=True)
