@@ -164,6 +164,13 @@ def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None
     )
 
 
+def _parse_error(text: str) -> str:
+    """The DhirError that parsing `text` raises, as it is printed."""
+    with pytest.raises(DhirError) as caught:
+        parse_string(text)
+    return str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("constant", "words"),
     [
@@ -175,9 +182,7 @@ def test_a_float_constant_out_of_range_is_a_located_error(constant: str) -> None
 def test_a_number_of_the_wrong_type_is_an_error_at_the_number(constant: str, words: str) -> None:
     # xDSL raised it at the token after the type: the next line's `return`.
     text = f"func.func @f() {{\n  %x = arith.constant {constant}\n  return\n}}\n"
-    with pytest.raises(DhirError) as caught:
-        parse_string(text)
-    message = str(caught.value)
+    message = _parse_error(text)
     assert "<string>:2:23: error:" in message and words in message
 
 
@@ -193,9 +198,7 @@ def test_a_number_of_the_wrong_type_is_an_error_at_the_number(constant: str, wor
 def test_an_op_given_a_type_it_does_not_take_says_which(op: str, words: str) -> None:
     # xDSL said only "Unexpected attribute f32".
     text = f"func.func @f(%f: f32, %i: i32) {{\n  %x = {op}\n  return\n}}\n"
-    with pytest.raises(DhirError) as caught:
-        parse_string(text)
-    message = str(caught.value)
+    message = _parse_error(text)
     assert "<string>:2:8: error:" in message and words in message
     assert "Unexpected attribute" not in message
 
@@ -204,9 +207,7 @@ def test_an_attribute_of_another_type_says_what_to_write() -> None:
     """xDSL said only "Expected attribute i64 but got i32", at the op."""
     op = '"vector.extract"(%v) <{static_position = array<i32: 0>}> : (vector<4xf32>) -> f32'
     text = f"func.func @f(%v: vector<4xf32>) {{\n  %x = {op}\n  return\n}}\n"
-    with pytest.raises(DhirError) as caught:
-        parse_string(text)
-    message = str(caught.value)
+    message = _parse_error(text)
     assert "<string>:2:8: error: 'vector.extract' takes i64 in an attribute where this one" in (
         message
     )
@@ -250,9 +251,7 @@ def test_a_type_refused_names_the_arith_op_that_takes_it() -> None:
 def test_a_body_without_its_terminator_says_what_to_add(body: str, words: str) -> None:
     # xDSL said "Operation arith.constant terminates block in single-block region but
     # is not a terminator", naming neither the function nor the missing `return`.
-    with pytest.raises(DhirError) as caught:
-        parse_string("func.func @f() {\n" + body + "}\n")
-    message = str(caught.value)
+    message = _parse_error("func.func @f() {\n" + body + "}\n")
     assert "<string>:2:" in message and words in message
 
 
