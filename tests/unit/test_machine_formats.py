@@ -18,7 +18,7 @@ from dhir.analysis.profile import load_profile
 from dhir.api import parse_string, print_module
 from dhir.cli.schedule import read_graph
 from dhir.dialects.dhir import TargetOp
-from dhir.ir.diagnostics import DhirError
+from dhir.ir.diagnostics import DhirError, Diagnostic
 from dhir.machine.description import GUESSABLE, MAX_INT, Device, Link, Node, System
 from dhir.machine.dlti import attach, from_dlti, system_of, to_dlti
 from dhir.machine.files import (
@@ -390,12 +390,18 @@ def test_a_name_given_twice_is_at_the_second(
 ) -> None:
     """Two devices (or nodes, or hosts) of one name were errors naming the file alone."""
     path = tmp_path / name
+    diagnostic = _only_error(path, text)
+    assert str(diagnostic.loc) == f"{path}:{at}"
+    assert diagnostic.message.startswith(message)
+
+
+def _only_error(path: Path, text: str) -> Diagnostic:
+    """The one error of the description `text` written to `path`."""
     path.write_text(text)
     with pytest.raises(DhirError) as error:
         read_system(path)
     (diagnostic,) = error.value.diagnostics
-    assert str(diagnostic.loc) == f"{path}:{at}"
-    assert diagnostic.message.startswith(message)
+    return diagnostic
 
 
 @pytest.mark.parametrize(
@@ -706,10 +712,7 @@ def test_a_bad_name_is_at_its_line(
 ) -> None:
     """A node's bad name (or host) was reported at its `[[nodes]]` line."""
     path = tmp_path / name
-    path.write_text(text)
-    with pytest.raises(DhirError) as error:
-        read_system(path)
-    (diagnostic,) = error.value.diagnostics
+    diagnostic = _only_error(path, text)
     assert str(diagnostic.loc) == f"{path}:{at}"
     assert diagnostic.message.startswith(message)
 
@@ -774,9 +777,6 @@ def _spec_attr(entries: str) -> TargetSystemSpecAttr:
 
 def test_a_file_the_reader_cannot_go_on_in_says_so(tmp_path: Path) -> None:
     path = tmp_path / "m.toml"
-    path.write_text("name = \n[[nodes]]\ncores = -1\n")
-    with pytest.raises(DhirError) as error:
-        read_system(path)
-    (diagnostic,) = error.value.diagnostics
+    diagnostic = _only_error(path, "name = \n[[nodes]]\ncores = -1\n")
     assert str(diagnostic.loc) == f"{path}:1:8"
     assert "the file is read no further, so what follows is not checked yet" in diagnostic.message
