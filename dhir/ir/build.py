@@ -109,15 +109,7 @@ def move_run(first: Operation, last: Operation, block: Block, before: Operation 
     source = first.parent
     assert source is not None and last.parent is source
     assert before is None or before.parent is block
-    prior, after = first.prev_op, last.next_op
-    if prior is None:
-        source._first_op = after  # pyright: ignore[reportPrivateUsage]
-    else:
-        prior._next_op = after  # pyright: ignore[reportPrivateUsage]
-    if after is None:
-        source._last_op = prior  # pyright: ignore[reportPrivateUsage]
-    else:
-        after._prev_op = prior  # pyright: ignore[reportPrivateUsage]
+    _link(source, first.prev_op, last.next_op)
     op = first
     while op is not last:
         op.parent = block
@@ -125,16 +117,20 @@ def move_run(first: Operation, last: Operation, block: Block, before: Operation 
         assert op is not None, "`last` does not follow `first`"
     last.parent = block
     tail = block.last_op if before is None else before.prev_op
-    first._prev_op = tail  # pyright: ignore[reportPrivateUsage]
-    last._next_op = before  # pyright: ignore[reportPrivateUsage]
-    if tail is None:
-        block._first_op = first  # pyright: ignore[reportPrivateUsage]
+    _link(block, tail, first)
+    _link(block, last, before)
+
+
+def _link(block: Block, prior: Operation | None, after: Operation | None) -> None:
+    """`after` follows `prior` in `block`; None: `block`'s start or end."""
+    if prior is None:
+        block._first_op = after  # pyright: ignore[reportPrivateUsage]
     else:
-        tail._next_op = first  # pyright: ignore[reportPrivateUsage]
-    if before is None:
-        block._last_op = last  # pyright: ignore[reportPrivateUsage]
+        prior._next_op = after  # pyright: ignore[reportPrivateUsage]
+    if after is None:
+        block._last_op = prior  # pyright: ignore[reportPrivateUsage]
     else:
-        before._prev_op = last  # pyright: ignore[reportPrivateUsage]
+        after._prev_op = prior  # pyright: ignore[reportPrivateUsage]
 
 
 def move_ops(ops: Sequence[Operation], block: Block, before: Operation | None) -> None:
