@@ -19,8 +19,7 @@ Values left out are filled with typical values and listed in the device's `guess
 import json
 import math
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -122,10 +121,11 @@ def _device(device: Device) -> dict[str, Any]:
 def from_dict(data: object, where: str) -> System:
     """A System from plain data; its problems are a DhirError, one diagnostic each, naming
     `where` and the entry."""
-    try:
-        return _system(data)
-    except (_Problem, DescriptionError, _Problems) as found:
-        raise DhirError([Diagnostic(f"{where}: {p}") for p in _each_of(found)]) from None
+    reader = _Reader()
+    system = _read_system(reader, data)
+    if system is None:
+        raise DhirError([Diagnostic(f"{where}: {problem}") for _, problem in reader.problems])
+    return system
 
 
 class _Problem(ValueError):
@@ -137,102 +137,89 @@ class _Problem(ValueError):
         self.at_value = at_value
 
 
-class _Problems(Exception):
-    """Every problem found in a description, each with its entry: the reader goes on past
-    a problem to the next value, device and node, so that one run reports them all."""
-
-    def __init__(self, problems: list["_Problem | DescriptionError"]) -> None:
-        super().__init__("; ".join(str(p) for p in problems))
-        self.problems = problems
-
-
-def _each_of(
-    found: "_Problem | DescriptionError | _Problems",
-) -> list["_Problem | DescriptionError"]:
-    return found.problems if isinstance(found, _Problems) else [found]
-
-
-# The entry (its path in the plain data) a problem was found in, for its line in the file.
-_ENTRY = "dhir_entry"
+# A problem with the entry (its path in the plain data) it was found in, for its line.
+_Found = tuple[Entry, _Problem | DescriptionError]
 _T = TypeVar("_T")
 
 
-def _noting(
-    problems: list["_Problem | DescriptionError"],
-    entry: Entry,
-    read: Callable[..., _T],
-    *args: Any,
-) -> _T | None:
-    """`read(*args)`; None where it found problems, which join `problems` (of `entry`
-    unless an entry within it claimed them)."""
-    try:
-        with _reading(entry):
+class _Reader:
+    """Reads the entry `entry` of a description, going on past a problem to the next value,
+    device and node so that one run reports them all: each problem joins `problems`, which
+    the readers of the entry's parts share."""
+
+    def __init__(self, entry: Entry = (), problems: list[_Found] | None = None) -> None:
+        self.entry = entry
+        self.problems = [] if problems is None else problems
+        self._before = len(self.problems)
+
+    def part(self, *keys: str | int) -> "_Reader":
+        """The reader of the entry at `keys` within this one."""
+        return _Reader((*self.entry, *keys), self.problems)
+
+    @property
+    def found(self) -> bool:
+        """Whether this reader or one of its parts found a problem."""
+        return len(self.problems) > self._before
+
+    def note(self, *problems: _Problem | DescriptionError) -> None:
+        self.problems.extend((self.entry, problem) for problem in problems)
+
+    def read(self, read: Callable[..., _T], *args: Any) -> _T | None:
+        """`read(*args)`; None where it found a problem, which is noted."""
+        try:
             return read(*args)
-    except _Problems as found:
-        problems.extend(found.problems)
-    except (_Problem, DescriptionError) as problem:
-        problems.append(problem)
-    return None
+        except (_Problem, DescriptionError) as problem:
+            self.note(problem)
+            return None
 
-
-def _stop_if(problems: list["_Problem | DescriptionError"]) -> None:
-    if problems:
-        raise _Problems(problems)
-
-
-@contextmanager
-def _reading(entry: Entry) -> Iterator[None]:
-    """Within: a problem is one of `entry`, unless an entry within it claimed it."""
-    try:
-        yield
-    except (_Problem, DescriptionError, _Problems) as found:
-        for problem in _each_of(found):
-            if not hasattr(problem, _ENTRY):
-                setattr(problem, _ENTRY, entry)
-        raise
-
-
-def _system(data: object) -> System:
-    problems: list[_Problem | DescriptionError] = []
-    with _reading(()):
-        top = _table(data, "the description", _TOP_KEYS, problems, ())
-        name = _noting(problems, (), _get, top, "name", str, "the description", "system")
-        links = _noting(
-            problems,
-            ("links",),
-            _table,
-            top.get("links", {}),
-            "links",
-            _LINKS_KEYS,
-            problems,
-            ("links",),
+    def table(self, data: object, where: str, known: tuple[str, ...]) -> dict[str, Any] | None:
+        """`data` as a table of `known` keys, each unknown key noted (a problem at its own
+        line) and left out; None where `data` is no table."""
+        if not isinstance(data, dict):
+            self.note(_Problem(f"{where} must be a table (an object), got {as_written(data)}"))
+            return None
+        self.note(
+            *(
+                _Problem(
+                    f"{where}: unknown key {key!r}{did_you_mean(key, known)}; known keys: "
+                    f"{', '.join(known)}",
+                    key,
+                )
+                for key in data
+                if key not in known
+            )
         )
-        network, intra_node = (
-            _noting(problems, (), _optional_link, links or {}, key, default)
-            for key, default in (("network", GUESSED_NETWORK), ("intra_node", GUESSED_INTRA_NODE))
-        )
-        nodes = _noting(
-            problems,
-            (),
-            _list,
-            top.get("nodes"),
-            "nodes",
-            "[[nodes]] tables (name, devices)",
-            "nodes",
-        )
-        read = [
-            _noting(problems, ("nodes", k), _read_node, node, f"nodes[{k}]", k)
-            for k, node in enumerate(nodes or [])
-        ]
-        _stop_if(problems)
-        assert name is not None and network is not None and intra_node is not None
-        whole = tuple(node for node in read if node is not None)
-        _check_unique(whole)
-        _check_rank_count(whole)
-        return System(nodes=whole, network=network, intra_node=intra_node, name=name)
+        return {key: value for key, value in data.items() if key in known}
 
 
-def _check_unique(nodes: tuple[Node, ...]) -> None:
+def _read_system(reader: _Reader, data: object) -> System | None:
+    """The System `data` describes; None where `reader` noted problems."""
+    top = reader.table(data, "the description", _TOP_KEYS)
+    if top is None:
+        return None
+    name = reader.read(_get, top, "name", str, "the description", "system")
+    links = reader.part("links").table(top.get("links", {}), "links", _LINKS_KEYS) or {}
+    network = _optional_link(reader, links, "network", GUESSED_NETWORK)
+    intra_node = _optional_link(reader, links, "intra_node", GUESSED_INTRA_NODE)
+    nodes = reader.read(
+        _list, top.get("nodes"), "nodes", "[[nodes]] tables (name, devices)", "nodes"
+    )
+    read = [
+        _read_node(reader.part("nodes", k), node, f"nodes[{k}]")
+        for k, node in enumerate(nodes or [])
+    ]
+    if reader.found:
+        return None
+    assert name is not None and network is not None and intra_node is not None
+    whole = tuple(node for node in read if node is not None)
+    twice = _named_twice(whole) or _too_many_ranks(whole)
+    if twice is not None:
+        reader.problems.append(twice)
+        return None
+    return reader.read(System, whole, network, intra_node, name)
+
+
+def _named_twice(nodes: tuple[Node, ...]) -> _Found | None:
     """Two nodes or two devices of one name, or two nodes of one host (which the System
     refuses too), at the second's line."""
     seen: set[tuple[str, str]] = set()
@@ -247,12 +234,12 @@ def _check_unique(nodes: tuple[Node, ...]) -> None:
         ]
         for what, key, name, entry in named:
             if (what, name) in seen:
-                with _reading(entry):
-                    raise _Problem(_TWICE[what].format(name=name), key, at_value=True)
+                return entry, _Problem(_TWICE[what].format(name=name), key, at_value=True)
             seen.add((what, name))
+    return None
 
 
-def _check_rank_count(nodes: tuple[Node, ...]) -> None:
+def _too_many_ranks(nodes: tuple[Node, ...]) -> _Found | None:
     """More ranks than dhir runs, at the `ranks` of the device that passes the limit (the
     System refuses them too, naming the file alone)."""
     total = 0
@@ -260,14 +247,14 @@ def _check_rank_count(nodes: tuple[Node, ...]) -> None:
         for d, device in enumerate(node.devices):
             total += device.ranks
             if total > MAX_RANKS:
-                with _reading(("nodes", k, "devices", d)):
-                    raise _Problem(
-                        f"the description runs {sum(n.ranks for n in nodes)} ranks (the sum "
-                        f"of its devices' ranks); dhir runs at most {MAX_RANKS}: give "
-                        f"device '{device.name}' fewer",
-                        "ranks",
-                        at_value=True,
-                    )
+                return ("nodes", k, "devices", d), _Problem(
+                    f"the description runs {sum(n.ranks for n in nodes)} ranks (the sum "
+                    f"of its devices' ranks); dhir runs at most {MAX_RANKS}: give "
+                    f"device '{device.name}' fewer",
+                    "ranks",
+                    at_value=True,
+                )
+    return None
 
 
 _TWICE = {
@@ -278,97 +265,87 @@ _TWICE = {
 }
 
 
-def _optional_link(links: dict[str, Any], key: str, default: Link) -> Link:
+def _optional_link(reader: _Reader, links: dict[str, Any], key: str, default: Link) -> Link | None:
     data = links.get(key)
-    return default if data is None else _read_link(data, f"links.{key}", ("links", key))
+    return default if data is None else _read_link(reader.part("links", key), data, f"links.{key}")
 
 
-def _read_link(data: object, where: str, entry: Entry) -> Link:
-    with _reading(entry):
-        table = _table(data, where, _LINK_KEYS)
-        latency = _get(table, "latency_us", float, where)
-        bandwidth = _get(table, "bandwidth_gbs", float, where)
-        try:
-            return Link(latency, bandwidth, _get(table, "guessed", bool, where, False))
-        except DescriptionError as error:
-            message = f"{where}: {str(error).removeprefix('link: ')}"
-            raise _Problem(message, error.key) from None
+def _read_link(reader: _Reader, data: object, where: str) -> Link | None:
+    """The link `data` describes; its unknown keys are all noted, else its first problem."""
+    table = reader.table(data, where, _LINK_KEYS)
+    if table is None or reader.found:
+        return None
+    return reader.read(_link_of, table, where)
 
 
-def _read_node(data: object, where: str, number: int) -> Node:
+def _link_of(table: dict[str, Any], where: str) -> Link:
+    latency = _get(table, "latency_us", float, where)
+    bandwidth = _get(table, "bandwidth_gbs", float, where)
+    try:
+        return Link(latency, bandwidth, _get(table, "guessed", bool, where, False))
+    except DescriptionError as error:
+        message = f"{where}: {str(error).removeprefix('link: ')}"
+        raise _Problem(message, error.key) from None
+
+
+def _read_node(reader: _Reader, data: object, where: str) -> Node | None:
     where = _labelled(data, where)
-    entry = ("nodes", number)
-    problems: list[_Problem | DescriptionError] = []
-    with _reading(entry):
-        table = _table(data, where, _NODE_KEYS, problems, entry)
-        name = _noting(problems, entry, _get, table, "name", str, where)
-        host = _noting(problems, entry, _get, table, "host", str, where, "")
-        listed = _noting(
-            problems,
-            entry,
-            _list,
-            table.get("devices"),
-            f"{where}.devices",
-            "[[nodes.devices]] tables",
-            "devices",
-        )
-        devices = [
-            _noting(problems, at, _read_device, d, f"{where}.devices[{k}]", at)
-            for k, d in enumerate(listed or [])
-            for at in [(*entry, "devices", k)]
-        ]
-        _stop_if(problems)
-        assert name is not None and host is not None
-        return Node(name=name, devices=tuple(d for d in devices if d is not None), host=host)
+    table = reader.table(data, where, _NODE_KEYS)
+    if table is None:
+        return None
+    name = reader.read(_get, table, "name", str, where)
+    host = reader.read(_get, table, "host", str, where, "")
+    listed = reader.read(
+        _list, table.get("devices"), f"{where}.devices", "[[nodes.devices]] tables", "devices"
+    )
+    devices = [
+        _read_device(reader.part("devices", k), device, f"{where}.devices[{k}]")
+        for k, device in enumerate(listed or [])
+    ]
+    if reader.found:
+        return None
+    return reader.read(Node, name, tuple(d for d in devices if d is not None), host)
 
 
-def _read_device(data: object, where: str, entry: Entry) -> Device:
-    with _reading(entry):
-        device = _device_of(data, where, entry)
-        device.check_complete()  # here, not in its Node: so that errors name the device
-        return device
-
-
-def _device_of(data: object, where: str, entry: Entry) -> Device:
+def _read_device(reader: _Reader, data: object, where: str) -> Device | None:
     """The device `data` describes; each of its values is checked alone (and every
-    problem found: `_Problems`), then the device as a whole."""
+    problem noted), then the device as a whole."""
     where = _labelled(data, where)
-    problems: list[_Problem | DescriptionError] = []
-    table = _table(data, where, DEVICE_KEYS, problems, entry)
-    name = _noting(problems, entry, _get, table, "name", str, where)
-    arch = _noting(problems, entry, _get, table, "arch", str, where)
+    table = reader.table(data, where, DEVICE_KEYS)
+    if table is None:
+        return None
+    name = reader.read(_get, table, "name", str, where)
+    arch = reader.read(_get, table, "arch", str, where)
     if arch is not None:
-        _noting(problems, entry, _check_kind, table, arch, where)
+        reader.read(_check_kind, table, arch, where)
     given: dict[str, object] = {}
     for key in (*_FLOAT_KEYS, *_INT_KEYS):
         if key in table:
-            value = _noting(problems, entry, _value_of, table, key, where)
-            if value is not None:
-                given[key] = value
+            given[key] = reader.read(_value_of, table, key, where)
     if table.get("host_link") is not None:
-        link = table["host_link"]
-        at = (*entry, "host_link")
-        read = _noting(problems, at, _read_link, link, f"{where}.host_link", at)
-        if read is not None:
-            given["host_link"] = read
+        given["host_link"] = _read_link(
+            reader.part("host_link"), table["host_link"], f"{where}.host_link"
+        )
     if "core_bw_curve" in table:
-        curve = _noting(problems, entry, _read_curve, table["core_bw_curve"], where)
-        if curve is not None:
-            given["core_bw_curve"] = curve
+        given["core_bw_curve"] = reader.read(_read_curve, table["core_bw_curve"], where)
     if "cpu" in table:
-        cpu = _noting(problems, entry, _get, table, "cpu", str, where)
-        if cpu is not None:
-            given["cpu"] = cpu
-    guessed = _noting(problems, entry, _guessed, table, where) or []
+        given["cpu"] = reader.read(_get, table, "cpu", str, where)
+    given = {key: value for key, value in given.items() if value is not None}
+    guessed = reader.read(_guessed, table, where) or []
     if name is None or arch is None:
-        _stop_if(problems)
-    assert name is not None and arch is not None
-    if not problems:
-        return guess_device(name, arch, guessed=guessed, **given)
+        return None
+    if not reader.found:
+        return reader.read(_whole_device, name, arch, guessed, given)
     # The values that were right, with the others guessed: what the device lacks as well
     # (a CPU without cores) is said with the values at fault.
-    _noting(problems, entry, _complete, name, arch, given)
-    raise _Problems(problems)
+    reader.read(_complete, name, arch, given)
+    return None
+
+
+def _whole_device(name: str, arch: str, guessed: list[Any], given: dict[str, object]) -> Device:
+    device = guess_device(name, arch, guessed=guessed, **given)
+    device.check_complete()  # here, not in its Node: so that errors name the device
+    return device
 
 
 def _complete(name: str, arch: str, given: dict[str, object]) -> None:
@@ -458,36 +435,6 @@ def _get(table: dict[str, Any], key: str, type_: type, where: str, default: Any 
     raise _Problem(message, key, at_value=True)
 
 
-def _table(
-    data: object,
-    where: str,
-    known: tuple[str, ...],
-    problems: list["_Problem | DescriptionError"] | None = None,
-    entry: Entry = (),
-) -> dict[str, Any]:
-    """`data` as a table of `known` keys. Each unknown key is a problem at its own line:
-    raised, or with `problems`, added there (as `entry`'s) and left out of the table
-    returned."""
-    if not isinstance(data, dict):
-        raise _Problem(f"{where} must be a table (an object), got {as_written(data)}")
-    unknown: list[_Problem | DescriptionError] = [
-        _Problem(
-            f"{where}: unknown key {key!r}{did_you_mean(key, known)}; known keys: "
-            f"{', '.join(known)}",
-            key,
-        )
-        for key in data
-        if key not in known
-    ]
-    if unknown and problems is None:
-        raise _Problems(unknown)
-    for problem in unknown:
-        setattr(problem, _ENTRY, entry)
-    if problems is not None:
-        problems.extend(unknown)
-    return {key: value for key, value in data.items() if key in known}
-
-
 def _list(data: object, where: str, what: str, key: str) -> list[Any]:
     if not isinstance(data, list):
         raise _Problem(f"{where}: missing or not a list; give a list of {what}", key, True)
@@ -517,12 +464,12 @@ def read_system(path: Path) -> System:
             [Diagnostic(f"cannot read the machine description {path}: {error.strerror}")]
         ) from None
     data = parse(text, str(path))
-    try:
-        return _system(data)
-    except (_Problem, DescriptionError, _Problems) as found:
-        located = [_in_file(problem, path, text) for problem in _each_of(found)]
-        diagnostics = [d for error in located for d in error.diagnostics]
-        raise DhirError(diagnostics, {str(path): text}) from None
+    reader = _Reader()
+    system = _read_system(reader, data)
+    if system is None:
+        located = [_in_file(noted, path, text) for noted in reader.problems]
+        raise DhirError([d for error in located for d in error.diagnostics], {str(path): text})
+    return system
 
 
 def device_loc(path: Path, device: str, key: str | None = None) -> SourceLoc | None:
@@ -539,10 +486,10 @@ def device_loc(path: Path, device: str, key: str | None = None) -> SourceLoc | N
     return None if found is None else SourceLoc(str(path), *found)
 
 
-def _in_file(problem: _Problem | DescriptionError, path: Path, text: str) -> DhirError:
+def _in_file(noted: _Found, path: Path, text: str) -> DhirError:
     """A problem of the description in `path` at the line of its entry (and key) there;
     one of the whole description names the file alone."""
-    entry: Entry = getattr(problem, _ENTRY, ())
+    entry, problem = noted
     key = problem.key
     found = None
     if entry or key is not None:
