@@ -75,6 +75,7 @@ from dhir.transforms.float_atomics import FloatAtomicsPass
 from dhir.transforms.gpu_data import GpuDataPass
 from dhir.transforms.gpu_kernels import GpuKernelsPass
 from dhir.transforms.gpu_row_copies import GpuRowCopiesPass
+from dhir.transforms.host_prints import HostPrintsPass
 from dhir.transforms.instrument import InstrumentPass, ProfileRecorder, recording
 from dhir.transforms.linalg_sizes import LinalgSizesPass
 from dhir.transforms.loop_steps import LoopStepsPass
@@ -173,7 +174,9 @@ def compile_native(
             if plan is not None:
                 plan.name(task_ids(module))
             agree = AgreeCallsPass(entry, ranks)
-            run_pipeline(module, PassPipeline((agree, place, *timed, track)), verify_each=False)
+            prints = HostPrintsPass(entry, ranks)
+            passes = (agree, prints, place, *timed, track)
+            run_pipeline(module, PassPipeline(passes), verify_each=False)
             tasks = task_table(module)
             ranked = _with_ranks(tasks, module)
         if plan is not None:

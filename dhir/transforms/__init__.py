@@ -94,6 +94,11 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return EndlessLoopsPass
 
+    def host_prints() -> type[ModulePass]:
+        from dhir.transforms.host_prints import HostPrintsPass
+
+        return HostPrintsPass
+
     def wrap_checks() -> type[ModulePass]:
         from dhir.transforms.wrap_checks import WrapChecksPass
 
@@ -203,6 +208,7 @@ def _dhir_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "dhir-instrument": instrument,
         "dhir-track-tasks": track_tasks,
         "dhir-agree-calls": agree_calls,
+        "dhir-host-prints": host_prints,
         "dhir-fast-math": fast_math,
         "dhir-optimize-bodies": optimize_bodies,
         "dhir-time-tiles": time_tiles,
