@@ -164,6 +164,17 @@ def device_key_loc(module: ModuleOp, device: str, key: str) -> SourceLoc | None:
     return device_loc(Path(file), device, key) if attached and file is not None else None
 
 
+def description_named(module: ModuleOp) -> str | None:
+    """How messages name `module`'s machine description: `'name' (file)`, the file `attach`
+    read it from or where the module's text wrote it; None where it has none."""
+    if SYSTEM_ATTR not in module.attributes:
+        return None
+    attached, file = _attached(module)
+    where = file if attached else str(description_loc(module) or "")
+    named = f"'{system_of(module).name}'"
+    return f"{named} ({where})" if where else named
+
+
 def _attached(module: ModuleOp) -> tuple[bool, str | None]:
     """Whether `attach` put `module`'s machine description there, and from which file."""
     spec = module.attributes.get(SYSTEM_ATTR)

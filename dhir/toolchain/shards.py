@@ -55,6 +55,7 @@ from dhir.dialects.shard import SHARD_OPS, is_shard_op
 from dhir.ir.diagnostics import DhirError, Diagnostic, error_at, loc_of, warn
 from dhir.ir.text import keep_argument_names, through_mlir_opt
 from dhir.ir.walk import find_ops, holds_op
+from dhir.machine.dlti import description_named
 from dhir.toolchain import shard_padding
 from dhir.toolchain.tools import find_llvm_tools
 from dhir.transforms.shard_collectives import (
@@ -247,15 +248,24 @@ def _sized_grids(module: ModuleOp, ranks: int | None) -> ModuleOp:
     if any(n <= 0 for grid in grids for n in grid.shape.get_values()):
         module = module.clone()
         grids = find_ops(module, shard.GridOp)
+    described = description_named(module)
     for grid in grids:
-        shape = _sized(grid, ranks)
+        shape = _sized(grid, ranks, described)
         if shape != list(grid.shape.get_values()):
             grid.properties["shape"] = DenseArrayBase.from_list(i64, shape)
-        _check_devices(grid, math.prod(shape), ranks)
+        _check_devices(grid, math.prod(shape), ranks, described)
     return module
 
 
-def _sized(grid: shard.GridOp, ranks: int | None) -> list[int]:
+def _run_on(count: str, described: str | None) -> str:
+    """What to do to run on `count` ranks ("4 ranks"): -n, or, where the machine
+    description `described` sets the rank count (-n must agree with it), describe them."""
+    if described is None:
+        return f"run it on {count} (-n, ranks= in the API)"
+    return f"describe {count} in the machine description {described}, whose ranks it runs on"
+
+
+def _sized(grid: shard.GridOp, ranks: int | None, described: str | None) -> list[int]:
     """`grid`'s shape, its one unknown axis (if any) sized to make `ranks` devices."""
     shape = list(grid.shape.get_values())
     unknown = [axis for axis, n in enumerate(shape) if n <= 0]
@@ -280,21 +290,30 @@ def _sized(grid: shard.GridOp, ranks: int | None) -> list[int]:
         raise error_at(
             grid,
             f"the grid @{name} ({written}) cannot have {ranks} devices, one per rank: its "
-            f"fixed axes make {known} devices, which do not divide {ranks}; run it on a "
-            f"multiple of {known} ranks",
+            f"fixed axes make {known} devices, which do not divide {ranks}; "
+            + _run_on(f"a multiple of {known} ranks", described),
         )
     shape[unknown[0]] = ranks // known
     return shape
 
 
-def _check_devices(grid: shard.GridOp, devices: int, ranks: int | None) -> None:
-    if ranks is not None and devices != ranks:
-        raise error_at(
-            grid,
-            f"the grid @{grid.sym_name.data} has {_counted(devices, 'device')} and the "
-            f"program runs on {_counted(ranks, 'rank')}: a shard program runs one device "
-            f"per rank; run it with -n {devices} (ranks={devices} in the API)",
-        )
+def _check_devices(
+    grid: shard.GridOp, devices: int, ranks: int | None, described: str | None
+) -> None:
+    if ranks is None or devices == ranks:
+        return
+    # With a machine description, -n must be its count: "-n 4" was refused in turn.
+    told = (
+        f"run it with -n {devices} (ranks={devices} in the API)"
+        if described is None
+        else _run_on(_counted(devices, "rank"), described)
+    )
+    raise error_at(
+        grid,
+        f"the grid @{grid.sym_name.data} has {_counted(devices, 'device')} and the "
+        f"program runs on {_counted(ranks, 'rank')}: a shard program runs one device "
+        f"per rank; {told}",
+    )
 
 
 def _counted(number: int, noun: str) -> str:

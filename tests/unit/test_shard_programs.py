@@ -199,6 +199,38 @@ def test_a_grid_the_rank_count_cannot_size_is_a_located_error(
         dhir.run(program, np.zeros((8, 4)), np.zeros((4, 6)), ranks=ranks)
 
 
+ONE_NODE_2_RANKS = """name = "two-ranks"
+
+[[nodes]]
+name = "n0"
+
+[[nodes.devices]]
+name = "n0.cpu"
+arch = "ARCH"
+cores = 2
+ranks = 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("grid", "count"), [("4", "describe 4 ranks"), ("3x?", "describe a multiple of 3 ranks")]
+)
+def test_a_grid_that_a_description_s_ranks_do_not_fit_says_to_describe_them(
+    tmp_path: Path, grid: str, count: str
+) -> None:
+    """With a machine description of 2 ranks, a 4-device grid was told "run it with -n 4",
+    which the description refused in turn ("give -n 2"): its rank count is the one."""
+    import platform
+
+    system = tmp_path / "two.toml"
+    system.write_text(ONE_NODE_2_RANKS.replace("ARCH", platform.machine()))
+    with pytest.raises(DhirError) as caught:
+        dhir.run(_matmul(grid), np.zeros((8, 4)), np.zeros((4, 6)), system=system)
+    message = str(caught.value)
+    assert f"{count} in the machine description 'two-ranks' ({system})" in message, message
+    assert "-n" not in message, message
+
+
 def test_a_grid_axis_of_unknown_size_needs_the_rank_count() -> None:
     from dhir.toolchain.tensors import bufferize
 
