@@ -479,26 +479,8 @@ def program_graphs(
     task, and why. With `tiles` (a list), time loops first run in bands of steps as
     `dhir run` runs them (dhir-time-tiles, unless --no-optimize), and `tiles` learns what
     became of each; None: as written."""
-
-    module = _read_program(path)
-    check_annotations(module.walk())  # as `dhir run` refuses them (a dhir.after it ignores)
-    if entry is not None:  # named: the module must have it; else @main, where there is one
-        find_entry(module, entry)  # dhir run's error for an entry it lacks
-    entry = entry or "main"
-    if on_tensors(module, entry):  # bufferized first, as `dhir run` does
-        module = bufferize(module, entry, ranks)
-    # A plain entry: schedules as `dhir run` makes them.
-    drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
-    system = None
-    if system_file is None and has_machine(module):  # as `dhir run` reads it
-        system = system_of(module)  # errors at its line in the file
-    elif system_file is not None or ranks is None:
-        system = _system(system_file)
-        file = system_file if system_file is not None else local_system_file()
-        attach(module, system, None if file is None else str(file))  # errors name it
-    if ranks is None:
-        assert system is not None
-        ranks = len(system.rank_devices())
+    module, entry = _prepared(path, entry, ranks, codedrop, target)
+    system, ranks = _system_and_ranks(module, system_file, ranks)
     splits = RankSplits(ranks, plan)  # as `dhir run` splits the tasks
     splits.devices(module)
     tiled = splits.tasks(module, tiles=tiles is not None)
@@ -526,6 +508,57 @@ def program_graphs(
         )
     if not schedules:  # dhir run runs it as host code: say so, not fail (run() does)
         return legend, hosts, [], None
+    graphs = _graphs(module, schedules, ranks, entry, devices, model, plan)
+    if rules is None:
+        return legend, hosts, graphs, None
+    return legend, hosts, graphs, _checker(module, rules, devices)
+
+
+def _prepared(
+    path: Path, entry: str | None, ranks: int | None, codedrop: bool, target: str
+) -> tuple[ModuleOp, str]:
+    """The program in `path` and its entry as `dhir run` takes them: bufferized where the
+    entry is on tensors, a plain entry given its schedules."""
+    module = _read_program(path)
+    check_annotations(module.walk())  # as `dhir run` refuses them (a dhir.after it ignores)
+    if entry is not None:  # named: the module must have it; else @main, where there is one
+        find_entry(module, entry)  # dhir run's error for an entry it lacks
+    entry = entry or "main"
+    if on_tensors(module, entry):  # bufferized first, as `dhir run` does
+        module = bufferize(module, entry, ranks)
+    # A plain entry: schedules as `dhir run` makes them.
+    drop_code(module, entry, RunOptions(codedrop=codedrop, target=target))
+    return module, entry
+
+
+def _system_and_ranks(
+    module: ModuleOp, system_file: Path | None, ranks: int | None
+) -> tuple[System | None, int]:
+    """The machine description, as `dhir run` reads it (None where it reads none), and
+    the ranks: `ranks`, else the description's."""
+    system = None
+    if system_file is None and has_machine(module):  # as `dhir run` reads it
+        system = system_of(module)  # errors at its line in the file
+    elif system_file is not None or ranks is None:
+        system = _system(system_file)
+        file = system_file if system_file is not None else local_system_file()
+        attach(module, system, None if file is None else str(file))  # errors name it
+    if ranks is None:
+        assert system is not None
+        ranks = len(system.rank_devices())
+    return system, ranks
+
+
+def _graphs(
+    module: ModuleOp,
+    schedules: list[ScheduleOp],
+    ranks: int,
+    entry: str,
+    devices: list[Device],
+    model: CostModel,
+    plan: SplitPlan | None,
+) -> list[tuple[str, TaskGraph, AsBuilt]]:
+    """Each schedule's name, task graph and makespans as built."""
     graphs = []
     with remembered():  # nothing changes the program from here on
         limits = memory_limits(module, ranks, entry, devices)
@@ -540,8 +573,11 @@ def program_graphs(
             graph = task_graph(schedule, devices, model, deps=deps, names=names)
             built = AsBuilt(schedule, graph, list(devices), model, limits, storage, in_part, deps)
             graphs.append((_schedule_name(schedule, number), graph, built))
-    if rules is None:
-        return legend, hosts, graphs, None
+    return graphs
+
+
+def _checker(module: ModuleOp, rules: Constraints, devices: list[Device]) -> Checker:
+    """The constraints' violations of a placement."""
     facts = rank_facts(module, devices)
 
     def check(graph: TaskGraph, placement: Placement) -> list[str]:
@@ -550,7 +586,7 @@ def program_graphs(
         with diagnosed(), carried_at(module, rules):
             return violations(rules, tasks, where, facts)
 
-    return legend, hosts, graphs, check
+    return check
 
 
 def _carried(module: ModuleOp) -> Constraints | None:
