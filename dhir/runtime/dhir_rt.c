@@ -671,6 +671,18 @@ void dhir_rt_task_leave(int64_t id) {
     trace_task(0, id);
 }
 
+/* Leave then enter with nothing between: the state goes from one task to the next with no
+ * moment between them (none runs anything), and the trace keeps both events as the two
+ * calls would. */
+void dhir_rt_task_switch(int64_t id) {
+  state->task = id;
+  state->phase = PHASE_TASK;
+  if (tracing) {
+    trace_task(0, id);
+    trace_task(1, id);
+  }
+}
+
 /* Around a blocking MPI call: `peer` is the other rank (-1 for a collective). */
 static int64_t mpi_enter(int64_t call, int64_t peer) {
   int64_t before = state->phase;

@@ -51,6 +51,9 @@ void dhir_rt_schedule_end(int64_t id);
  * task's position in dhir.ir.tasks.task_ids order. */
 void dhir_rt_task_enter(int64_t id);
 void dhir_rt_task_leave(int64_t id);
+/* Leave the task under way and enter task `id`, as the two calls above would: the lowering
+ * calls it where nothing runs between two tasks (dhir-lower-to-mpi). */
+void dhir_rt_task_switch(int64_t id);
 /* Called by the harness after dhir_rt_init: `table` names the tasks, one line per id
  * ("name<TAB>location"), written to this rank's state file. */
 void dhir_rt_track(const char *table);

@@ -88,6 +88,7 @@ from dhir.transforms.affine_scope import lower_unscoped
 from dhir.transforms.building import first_address, while_with_flag
 from dhir.transforms.outline import outline
 from dhir.transforms.pass_options import check_entry, check_ranks
+from dhir.transforms.track_tasks import SWITCH, switch_tasks
 
 BCAST = "dhir_rt_bcast"
 SEND = "dhir_rt_send"
@@ -287,7 +288,7 @@ class _Parts:
 def _runtime_inputs(name: str) -> list[Attribute]:
     """Address, run length (and four layout words for a strided block), then the peer
     (root of a broadcast) and the tag, and a send's request slot; a wait takes the slot."""
-    if name == WAIT:
+    if name in (WAIT, SWITCH):
         return [i64]
     if name in (WRITE, COPY):
         # The argument's position, (a write's address,) then a block's five words in bytes.
@@ -303,7 +304,7 @@ def _runtime_inputs(name: str) -> list[Attribute]:
 
 # The runtime functions the lowered code may call (declared at the end of lowering).
 RUNTIME_FUNCTIONS = frozenset(
-    {BCAST, SEND, RECV, ISEND, ALLGATHER, GATHER, WAIT, WRITE, COPY}
+    {BCAST, SEND, RECV, ISEND, ALLGATHER, GATHER, WAIT, WRITE, COPY, SWITCH}
     | {name + STRIDED for name in (BCAST, SEND, RECV, ISEND)}
 )
 
@@ -597,9 +598,17 @@ class _ScheduleLowering:
     def _lower_task(self, task: TaskOp, rank: int) -> None:
         body = _body_ops(task)
         if self.ranks == 1:
+            if self._emitted and switch_tasks(self._emitted[-1], body):
+                self._emitted.pop()
+                self._runtime.add(SWITCH)
             self._emit_moved(body)
         else:
             branch = self._branch(rank)
+            yielded = branch.last_op
+            assert yielded is not None  # the scf.yield
+            # Only ops for other ranks may stand between the two tasks (`_open_guard`).
+            if switch_tasks(yielded.prev_op, body):
+                self._runtime.add(SWITCH)
             if body:
                 move_run(body[0], body[-1], branch, branch.last_op)
             # Under its guard, the body is no affine scope any more: what was valid only

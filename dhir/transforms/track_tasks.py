@@ -8,15 +8,22 @@ memory (a plain store, no system call), which outlives the rank even when it is 
 The calls take no memref, so they change no task's effects. The pass records what the ids
 stand for as the module attribute `dhir.task_table`: one `name<TAB>location` string per id,
 which the native backend takes off the module and builds into the executable.
+
+Where dhir-lower-to-mpi places a task right after another, under one guard, nothing runs
+between the first's leave and the second's enter but the second's id constant: it calls
+`dhir_rt_task_switch(%id)` there in place of the two (`switch_tasks`), which leaves the
+same state and trace; each such pair was a call that clobbers the registers around it.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr, i64
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from dhir.dialects import func
+from dhir.dialects import arith, func
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.ir.diagnostics import loc_of
 from dhir.ir.tasks import is_gpu_task, schedule_ids, task_ids
@@ -24,6 +31,7 @@ from dhir.transforms.instrument import wrap_task
 
 ENTER = "dhir_rt_task_enter"
 LEAVE = "dhir_rt_task_leave"
+SWITCH = "dhir_rt_task_switch"
 TABLE_ATTR = "dhir.task_table"
 
 
@@ -49,6 +57,31 @@ class TrackTasksPass(ModulePass):
                     op.body.block.add_op(func.FuncOp.external(callee, [i64], []))
 
 
+def switch_tasks(before: Operation | None, body: Sequence[Operation]) -> bool:
+    """Whether `before` leaves a task and `body`, the ops of a task about to follow it
+    directly, enters its own first: then `before` is erased and the enter calls
+    SWITCH instead (with the same id)."""
+    if not _calls(before, LEAVE) or len(body) < 2:
+        return False
+    ident, enter = body[0], body[1]
+    if not (isinstance(ident, arith.ConstantOp) and _calls(enter, ENTER)):
+        return False
+    if enter.operands[0] is not ident.result:
+        return False
+    assert before is not None
+    before.detach()
+    before.erase()
+    enter.properties["callee"] = _SWITCH
+    return True
+
+
+_SWITCH = SymbolRefAttr(SWITCH)
+
+
+def _calls(op: Operation | None, callee: str) -> bool:
+    return isinstance(op, func.CallOp) and op.callee.string_value() == callee
+
+
 def task_table(module: ModuleOp) -> list[str]:
     """The table dhir-track-tasks left on `module`, taken off it (mlir-opt need not see it)."""
     table = module.attributes.pop(TABLE_ATTR, None)
@@ -70,6 +103,4 @@ def _line(name: str, task: TaskOp, schedules: dict[ScheduleOp, str]) -> str:
 
 
 def _tracked(task: TaskOp) -> bool:
-    return any(
-        isinstance(o, func.CallOp) and o.callee.string_value() == ENTER for o in task.body.block.ops
-    )
+    return any(_calls(o, ENTER) for o in task.body.block.ops)
