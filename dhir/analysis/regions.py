@@ -73,7 +73,8 @@ Bounds = tuple[tuple[int, ...], tuple[int, ...]]
 class Regions:
     """Per listed memref (a task operand), the elements a task may read, may write and
     must write; memrefs a task does not touch have no entry. Each set is coalesced and
-    lies within its memref's shape."""
+    lies within its memref's shape. Read only: tasks alike in shape, constants and
+    memrefs share one (`shared_regions`)."""
 
     reads: dict[SSAValue, isl.Set]
     writes: dict[SSAValue, isl.Set]
@@ -262,6 +263,13 @@ class _Template:
     _by_values: dict[tuple[int, ...], tuple[isl.Set, ...]] = field(
         default_factory=dict[tuple[int, ...], tuple[isl.Set, ...]], compare=False, repr=False
     )
+    # One Regions per tuple of values and of memrefs: tasks alike in both (a body repeated
+    # on the same memrefs) share it, and with it the boxes it finds once.
+    _made: dict[tuple[tuple[int, ...], tuple[SSAValue, ...]], Regions] = field(
+        default_factory=dict[tuple[tuple[int, ...], tuple[SSAValue, ...]], Regions],
+        compare=False,
+        repr=False,
+    )
 
     @staticmethod
     def of(task: TaskOp, constants: Sequence[arith.ConstantOp]) -> "_Template":
@@ -293,6 +301,10 @@ class _Template:
         self, memrefs: Sequence[SSAValue], constants: Sequence[arith.ConstantOp]
     ) -> Regions:
         numbers = tuple(_constant_number(c) for c in constants)
+        key = (numbers, tuple(memrefs))
+        made = self._made.get(key)
+        if made is not None:
+            return made
         fixed = self._by_values.get(numbers)
         if fixed is None:
             values = [_isl_value(n) for n in numbers]
@@ -303,7 +315,8 @@ class _Template:
         reads, writes, musts = (
             {memrefs[k]: fixed[index] for k, index in table} for table in self.tables
         )
-        return Regions(reads, writes, musts)
+        made = self._made[key] = Regions(reads, writes, musts)
+        return made
 
 
 def _constant_number(op: arith.ConstantOp) -> int:

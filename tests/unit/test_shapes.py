@@ -149,6 +149,9 @@ def _assert_same_regions(shared: Regions, own: Regions) -> None:
         assert table.keys() == expected.keys()
         for memref, region in table.items():
             assert region.is_equal(expected[memref]), (region, expected[memref])
+    for memref in {*own.reads, *own.writes}:
+        for written in (False, True):
+            assert shared.boxes(memref, written) == own.boxes(memref, written)
 
 
 _SEVERAL_SHAPES = [
@@ -263,6 +266,33 @@ def test_untouched_memrefs_have_no_boxes_to_find(monkeypatch: pytest.MonkeyPatch
     memrefs = list(schedule.tasks())[0].memrefs
     assert deps.regions[0].boxes(memrefs[0], False) == ()  # reads nothing of %a
     assert deps.regions[0].boxes(memrefs[1], True) == ()  # writes nothing of %b
+
+
+def test_tasks_alike_in_constants_and_memrefs_share_their_regions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tasks of one shape with equal constants on the same memrefs have equal regions:
+    found and boxed once for all of them (generated schedules repeat such bodies), while
+    others of the shape keep theirs."""
+    bodies = [(_neighbours(k, "%b", "%a"), "%a, %b, %c") for k in (3, 3, 4, 3, 4, 3)]
+    bodies.append((_neighbours(3, "%c", "%a"), "%a, %c, %b"))  # other memrefs: its own
+    schedule = _schedule(_program(bodies))
+    boxes = regions_module.piece_boxes
+    asked: list[object] = []
+
+    def counted(region: object) -> object:
+        asked.append(region)
+        return boxes(region)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(regions_module, "piece_boxes", counted)
+    deps = dependence_graph(schedule)
+    found = deps.regions
+    assert found[0] is found[1] is found[3] is found[5]
+    assert found[2] is found[4] and found[2] is not found[0]
+    assert found[6] is not found[0]
+    assert len(asked) == 2 * 3  # what each of 3 reads of %b (or %c), and writes of %a
+    for task, regions in zip(schedule.tasks(), found, strict=True):
+        _assert_same_regions(regions, task_regions(task))
 
 
 @pytest.mark.parametrize(
