@@ -22,6 +22,7 @@ other literal (a loop bound, an integer multiplier or stored value) is part of t
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Block, Operation, SSAValue
@@ -78,9 +79,9 @@ def body_shape(
     module that does not change meanwhile). With `literals`, the key leaves out no
     constant: equal for two bodies that are one up to the memrefs they list."""
     memrefs = task.memrefs
-    refs: dict[SSAValue, object] = {}
+    refs: dict[int, object] = {}  # by id: SSAValue hashes in Python, once per operand
     for position in range(len(memrefs) - 1, -1, -1):
-        refs[memrefs[position]] = -1 - position  # the first position of a listed value
+        refs[id(memrefs[position])] = -1 - position  # the first position of a listed value
     parts: list[object] = [tuple(value.type for value in memrefs)]
     found = constants if constants is not None else []
     _blocks(task.body.blocks, refs, {}, parts, found, symbols or Symbols(), literals)
@@ -99,17 +100,17 @@ def at_positions(positions: frozenset[int], memrefs: Sequence[SSAValue]) -> froz
 
 def _blocks(
     blocks: Sequence[Block],
-    refs: dict[SSAValue, object],
-    numbers: dict[Block, int],
+    refs: dict[int, object],
+    numbers: dict[int, int],
     parts: list[object],
     constants: list[ConstantOp],
     symbols: Symbols,
     literals: bool,
 ) -> None:
     for block in blocks:
-        numbers[block] = len(numbers)
+        numbers[id(block)] = len(numbers)
         for arg in block.args:
-            refs[arg] = len(refs)
+            refs[id(arg)] = len(refs)
         parts.append(("block", tuple(arg.type for arg in block.args)))
     for block in blocks:
         parts.append("ops")
@@ -119,14 +120,15 @@ def _blocks(
 
 def _op(
     op: Operation,
-    refs: dict[SSAValue, object],
-    numbers: dict[Block, int],
+    refs: dict[int, object],
+    numbers: dict[int, int],
     parts: list[object],
     constants: list[ConstantOp],
     symbols: Symbols,
     literals: bool,
 ) -> None:
-    # Called for every op of every task by dhir-place: each xDSL property read once.
+    # Called for every op of every task by dhir-place: each xDSL property read once, the
+    # operands from their tuple (`op.operands` builds a view to iterate).
     cls = type(op)
     results = op.results
     regions = op.regions
@@ -144,16 +146,16 @@ def _op(
     parts.append(
         (
             cls,
-            tuple([refs.get(value, value) for value in op.operands]),
+            tuple([refs.get(id(value), value) for value in op._operands]),  # pyright: ignore[reportPrivateUsage]
             tuple([result.type for result in results]),
             shown,
             tuple(attributes.items()) if attributes else (),
-            tuple([numbers.get(block, block) for block in successors]) if successors else (),
-            _callee(op, symbols) if isinstance(op, func.CallOp) else len(regions),
+            tuple([numbers.get(id(block), block) for block in successors]) if successors else (),
+            _callee(op, symbols) if _is_call(cls) else len(regions),  # pyright: ignore[reportArgumentType]
         )
     )
     for result in results:
-        refs[result] = len(refs)
+        refs[id(result)] = len(refs)
     for region in regions:
         parts.append(("region", len(region.blocks)))
         _blocks(region.blocks, refs, numbers, parts, constants, symbols, literals)
@@ -176,6 +178,11 @@ def _subscript_only(op: ConstantOp) -> bool:
         if value is access.value or value is access.memref or value not in access.indices:
             return False
     return True
+
+
+@cache
+def _is_call(cls: type[Operation]) -> bool:
+    return issubclass(cls, func.CallOp)  # isinstance of an IRDL op: the ABC's slow check
 
 
 def _callee(op: func.CallOp, symbols: Symbols) -> tuple[Operation | None, int]:
