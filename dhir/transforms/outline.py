@@ -23,7 +23,7 @@ def outline(
     # One walk: the moved ops and those nested in them, in order (find_ops: a lowered
     # schedule's steps are thousands of ops).
     moved = [nested for op in ops for nested in find_ops(op, Operation)]
-    inside = set(moved)
+    inside = {id(op) for op in moved}  # by id: IR objects hash in Python
     passed, cloned = _passed_and_cloned(_free_values(moved, inside))
     block = Block(arg_types=[v.type for v in passed])
     for arg, value in zip(block.args, passed):
@@ -33,6 +33,7 @@ def outline(
         clone = value.owner.clone(value_mapper=mapping)  # type: ignore[union-attr]
         block.add_op(clone)
         mapping[value] = clone.results[0]
+    by_id = {id(value): inner for value, inner in mapping.items()}
     call = func.CallOp(name, passed, [])
     parent = ops[0].parent
     assert parent is not None
@@ -43,8 +44,8 @@ def outline(
     # are used by every step, so scanning their uses would be quadratic.
     for nested in moved:
         operands = nested.operands
-        for index, operand in enumerate(operands):
-            if (inner := mapping.get(operand)) is not None:
+        for index, operand in enumerate(nested._operands):  # pyright: ignore[reportPrivateUsage]
+            if (inner := by_id.get(id(operand))) is not None:
                 operands[index] = inner
     block.add_op(func.ReturnOp())
     function = func.FuncOp(name, ([v.type for v in passed], []), Region(block), "private")
@@ -54,14 +55,15 @@ def outline(
     return call, function
 
 
-def _free_values(moved: Sequence[Operation], inside: set[Operation]) -> list[SSAValue]:
-    """The values the ops of `moved` use that none of `inside` defines, in order of use."""
-    free: dict[SSAValue, None] = {}
+def _free_values(moved: Sequence[Operation], inside: set[int]) -> list[SSAValue]:
+    """The values the ops of `moved` use that none of the ops whose ids are `inside`
+    defines, in order of use."""
+    free: dict[int, SSAValue] = {}
     for op in moved:
-        for value in op.operands:
-            if not _defined_in(value, inside):
-                free[value] = None
-    return list(free)
+        for value in op._operands:  # pyright: ignore[reportPrivateUsage]
+            if id(value) not in free and not _defined_in(value, inside):
+                free[id(value)] = value
+    return list(free.values())
 
 
 def _passed_and_cloned(free: Sequence[SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
@@ -85,10 +87,10 @@ def _passed_and_cloned(free: Sequence[SSAValue]) -> tuple[list[SSAValue], list[S
     return list(passed), list(cloned)
 
 
-def _defined_in(value: SSAValue, inside: set[Operation]) -> bool:
+def _defined_in(value: SSAValue, inside: set[int]) -> bool:
     if isinstance(value, BlockArgument):
-        return value.block.parent_op() in inside
-    return value.owner in inside
+        return id(value.block.parent_op()) in inside
+    return id(value.owner) in inside
 
 
 def _rematerializable(value: SSAValue) -> bool:
