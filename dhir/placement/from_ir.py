@@ -40,6 +40,7 @@ from dhir.analysis.outputs import dead_after, loaded_regions, root_only, step_lo
 from dhir.analysis.profile import Profile
 from dhir.analysis.regions import count_elements
 from dhir.analysis.threads import runs_on_threads, task_runs_on_threads
+from dhir.analysis.validity import divisible
 from dhir.analysis.work import (
     Work,
     body_work,
@@ -243,7 +244,7 @@ def task_graph(
         ends = [Edge(e.source, e.target, 0.0) for e in ends]
         broadcasts = sum(
             broadcast_time(nbytes, devices, costs)
-            for writes in _shared(deps, loaded_regions(schedule)).values()
+            for writes in _shared(deps, _loaded(schedule, deps)).values()
             for _, nbytes in writes
         )
     order = tuple(names)
@@ -281,12 +282,27 @@ def step_facts(schedule: ScheduleOp, deps: DependenceGraph) -> StepFacts | None:
     is then assembled at its end."""
     if step_loop(schedule) is None:
         return None
-    loaded = loaded_regions(schedule)
+    loaded = _loaded(schedule, deps)
     carried = [
         [(i, value, region_bytes(value, n)) for i, value, n in needs if n != 0]
         for needs in carried_needs(deps, loaded)
     ]
     return StepFacts(_shared(deps, loaded), carried)
+
+
+def _loaded(schedule: ScheduleOp, deps: DependenceGraph) -> dict[SSAValue, isl.Set]:
+    """`loaded_regions(schedule)` in the spaces of `deps`' regions. It gives a memref of a
+    dynamic shape as the one point `{ [] }` that validity tracks it by, which isl would
+    not meet with a task's region of its elements (a time loop's host load of a
+    memref<?xi32> made dhir-place's cost model raise): such a memref is loaded whole."""
+    loaded = loaded_regions(schedule)
+    for value, region in loaded.items():
+        writes = deps.final_writes.get(value)
+        if divisible(value.type) or not writes:
+            continue
+        space = writes[0][1].get_space()
+        loaded[value] = isl.Set.empty(space) if region.is_empty() else isl.Set.universe(space)
+    return loaded
 
 
 def _shared(

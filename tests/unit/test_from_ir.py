@@ -512,3 +512,32 @@ def test_a_description_of_other_ranks_than_the_program_is_reported_at_its_line()
         "runs 5 ranks, but the program is placed on 1; run it on 5: -n 5 (ranks=5 in the API), "
         "or describe 1 rank"
     )
+
+
+# A time loop's host code loads an element of a memref of a dynamic shape that a task
+# writes: the loaded region came as validity's one point `{ [] }`, and isl refused to
+# meet it with the task's `{ [x0 = 1] }` (an internal error of dhir-place).
+DYNAMIC_LOAD_IN_TIME_LOOP = """
+func.func @main(%b: memref<?xi32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %t = %c0 to %n step %c1 {
+    %seen = memref.load %b[%c0] : memref<?xi32>
+    dhir.schedule %b {
+      %cpu = dhir.target {kind = "cpu"}
+      %t0 = dhir.task %cpu, %b {
+        memref.store %seen, %b[%c1] : memref<?xi32>
+      }
+    }
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_time_loop_s_load_of_a_dynamic_memref_is_placed_by_cost(algorithm: str) -> None:
+    module = parse_string(DYNAMIC_LOAD_IN_TIME_LOOP)
+    run_pipeline(module, f"dhir-place{{ranks=2 algorithm={algorithm}}}")
+    (task,) = [op for op in module.walk() if rank_of(op) is not None]
+    assert rank_of(task) in (0, 1)
