@@ -5,7 +5,7 @@ import math
 import os
 import struct
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -137,12 +137,71 @@ def parse_file(
 def _parse_diagnostic(error: ParseError, line_offset: int) -> Diagnostic:
     loc = error.span.get_location()
     message = error.msg
+    notes: list[Diagnostic] = []
     if not message.strip() or message.startswith(" in "):
         # xDSL names only where it was (" in block definition") when the input ends.
         ended = not error.span.input.content[error.span.start :].strip()
         what = "the input ends before the '}' that closes a region" if ended else "unexpected text"
         message = what + message
-    return Diagnostic(message, SourceLoc(loc.file, loc.line + line_offset, loc.col))
+        content = error.span.input.content
+        if ended and isinstance(content, str):
+            note = _unclosed_brace(content, loc.file, line_offset)
+            notes = [note] if note is not None else []
+    return Diagnostic(message, SourceLoc(loc.file, loc.line + line_offset, loc.col), notes=notes)
+
+
+def _unclosed_brace(text: str, file: str, line_offset: int) -> Diagnostic | None:
+    """A note at the '{' of `text` that most likely lacks its '}': the first whose '}' by
+    count starts a line indented unlike the '{'s line (that '}' closes an outer region),
+    else the outermost left open. Braces in strings and `//` comments do not count."""
+    lines = text.split("\n")
+    open_: list[tuple[int, int]] = []  # (line, column) from 0
+    for number, line in enumerate(lines):
+        for column in _brace_columns(line):
+            if line[column] == "{":
+                open_.append((number, column))
+                continue
+            if not open_:
+                return None
+            opened = open_.pop()
+            if line[:column].strip() or _indent(lines[opened[0]]) == column:
+                continue
+            return _brace_note(
+                opened,
+                file,
+                line_offset,
+                f"looks unclosed: the '}}' at {number + 1 + line_offset}:{column + 1} that "
+                "closes it by count is indented as an outer line; add its '}' where its "
+                "region ends",
+            )
+    if not open_:
+        return None
+    return _brace_note(open_[0], file, line_offset, "is never closed; add its '}'")
+
+
+def _brace_columns(line: str) -> Iterator[int]:
+    """The columns of `line`'s braces outside strings and comments."""
+    quoted = escaped = False
+    for column, char in enumerate(line):
+        if escaped:
+            escaped = False
+        elif quoted:
+            escaped, quoted = char == "\\", char != '"'
+        elif char == '"':
+            quoted = True
+        elif line.startswith("//", column):
+            return
+        elif char in "{}":
+            yield column
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _brace_note(at: tuple[int, int], file: str, line_offset: int, what: str) -> Diagnostic:
+    place = SourceLoc(file, at[0] + 1 + line_offset, at[1] + 1)
+    return Diagnostic(f"this '{{' {what}", place, severity="note")
 
 
 def _here(parser: LocatedParser | None, line_offset: int) -> SourceLoc | None:

@@ -327,6 +327,44 @@ def test_a_missing_closing_brace_is_named() -> None:
     )
 
 
+UNCLOSED_LOOP = """\
+func.func @main(%a: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %true = arith.constant true
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %a[%i] : memref<4xf32>
+    scf.if %true {
+      memref.store %x, %a[%i] : memref<4xf32>
+    } else {
+      memref.store %x, %a[%c0] : memref<4xf32> // {
+  }
+  return
+}
+"""
+
+
+def test_a_missing_closing_brace_points_at_the_region_left_open() -> None:
+    """The error was only at the end of the input: which '{' lacked its '}' was the
+    user's to find. The note names the else region's, whose '}' by count (at 12:3) is
+    indented as an outer line; braces in comments and attributes do not count."""
+    result = dhir_opt(stdin=UNCLOSED_LOOP)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("<stdin>:15:1: error: the input ends before the '}'")
+    note = next(line for line in lines if "note:" in line)
+    assert note == (
+        "<stdin>:10:12: note: this '{' looks unclosed: the '}' at 12:3 that closes it "
+        "by count is indented as an outer line; add its '}' where its region ends"
+    )
+
+
+def test_a_missing_closing_brace_of_the_outermost_region_is_named() -> None:
+    result = dhir_opt(stdin='func.func @main() attributes {n = "{"} {\n  return\n')
+    assert "<stdin>:1:40: note: this '{' is never closed; add its '}'" in result.stderr
+
+
 def test_split_input_reports_errors_per_chunk_and_keeps_going() -> None:
     text = 'func.func @ok() {\n  return\n}\n// -----\nfunc.func @bad( {\n// -----\n"x"'
     result = dhir_opt("--split-input-file", stdin=text)
