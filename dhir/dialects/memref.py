@@ -15,8 +15,10 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AffineMapAttr,
     AnyFloat,
+    ArrayAttr,
     BoolAttr,
     DenseIntOrFPElementsAttr,
+    FileLineColLoc,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -1162,3 +1164,30 @@ MemRef: Dialect = with_replaced_ops(
     StoreOp,
     TransposeOp,
 )
+
+
+# The locations ("file:line:col") of the user's tensor.dims that bufferizing made
+# memref.dims (dhir.toolchain.tensors), on the module: mlir-opt keeps a module's
+# attribute, and xDSL prints a memref.dim's own attributes where mlir-opt cannot read them.
+TENSOR_DIMS_ATTR = "dhir.tensor_dims"
+TENSOR_DIM = "tensor.dim"
+
+
+def dim_written(op: Operation) -> str:
+    """The op the user wrote that the memref.dim `op` is: a tensor.dim bufferized, or
+    `op` itself."""
+    top: Operation = op
+    while (parent := top.parent_op()) is not None:
+        top = parent
+    dims = top.attributes.get(TENSOR_DIMS_ATTR)
+    where = dim_location(op)
+    found = isinstance(dims, ArrayAttr) and where is not None and StringAttr(where) in dims.data
+    return TENSOR_DIM if found else op.name
+
+
+def dim_location(op: Operation) -> str | None:
+    """`op`'s own location as `TENSOR_DIMS_ATTR` holds it."""
+    loc = op.location
+    if not isinstance(loc, FileLineColLoc):
+        return None
+    return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     IndexType,
@@ -34,6 +35,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     ModuleOp,
     ShapedType,
+    StringAttr,
     TensorType,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
@@ -44,6 +46,7 @@ from dhir.dialects import arith, func, shard
 from dhir.dialects import math as math_dialect
 from dhir.dialects.dhir import ScheduleOp, TaskOp
 from dhir.dialects.linalg import BroadcastOp, FillOp, LinalgStructuredOperation
+from dhir.dialects.memref import TENSOR_DIMS_ATTR, dim_location
 from dhir.dialects.tensor import (
     CastOp,
     CollapseShapeOp,
@@ -110,9 +113,19 @@ def bufferize(module: ModuleOp, entry: str, ranks: int | None = None) -> ModuleO
         locations=True,
     )
     keep_argument_names(module, bufferized, entry)
+    _mark_written_dims(module, bufferized)
     _name_results(module, bufferized, entry)
     lower_collectives(bufferized)
     return bufferized
+
+
+def _mark_written_dims(source: ModuleOp, made: ModuleOp) -> None:
+    """Note on `made` where `source` had tensor.dims, which the checks of the memref.dims
+    made of them then name (a dimension past the rank was "'memref.dim' asks for ...
+    memref" in both backends, an op the user never wrote)."""
+    written = {where for op in find_ops(source, DimOp) if (where := dim_location(op))}
+    if written:
+        made.attributes[TENSOR_DIMS_ATTR] = ArrayAttr([StringAttr(w) for w in sorted(written)])
 
 
 def _name_results(source: ModuleOp, made: ModuleOp, entry: str) -> None:

@@ -126,12 +126,15 @@ def _dimension_in_range(op: memref.DimOp) -> bool:
 
 def _check_dimension(op: memref.DimOp) -> None:
     kind = op.source.type
+    # Named as the user wrote it: a tensor.dim is bufferized to a memref.dim.
+    name = memref.dim_written(op)
+    what = "memref" if name == op.name else "tensor"
     if isinstance(kind, MemRefType):
         rank = kind.get_num_dims()
-        check = CheckBuilder(op, f"'memref.dim' asks for a dimension a rank-{rank} memref lacks")
+        check = CheckBuilder(op, f"'{name}' asks for a dimension a rank-{rank} {what} lacks")
         check.assert_(check.cmp(op.index, check.index(rank), "ult"))
         return
-    check = CheckBuilder(op, "'memref.dim' asks for a dimension past its unranked memref's rank")
+    check = CheckBuilder(op, f"'{name}' asks for a dimension past its unranked {what}'s rank")
     rank = check.add(memref.RankOp(op.source))
     check.assert_(check.cmp(op.index, rank, "ult"))
 

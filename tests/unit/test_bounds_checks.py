@@ -327,6 +327,37 @@ def test_a_dimension_past_the_rank_stops_the_run() -> None:
         dhir.run(DIM_OF_ARGUMENT, a, 2, backend="interp")
 
 
+# The same on a tensor (line 2): bufferized, it is a memref.dim, which both backends named.
+DIM_OF_TENSOR = """\
+func.func @main(%t: tensor<?x4xf64>, %k: index) -> tensor<1xf64> {
+  %d = tensor.dim %t, %k : tensor<?x4xf64>
+  %i = arith.index_cast %d : index to i64
+  %f = arith.sitofp %i : i64 to f64
+  %c0 = arith.constant 0 : index
+  %e = tensor.empty() : tensor<1xf64>
+  %r = tensor.insert %f into %e[%c0] : tensor<1xf64>
+  return %r : tensor<1xf64>
+}
+"""
+
+
+@pytest.mark.mlir
+@pytest.mark.mpi
+def test_a_tensor_dimension_past_the_rank_names_the_tensor_dim() -> None:
+    t = np.zeros((3, 4))
+    assert dhir.run(DIM_OF_TENSOR, t, 0)[-1][0] == 3
+    with pytest.raises(DhirError) as error:
+        dhir.run(DIM_OF_TENSOR, t, 5)
+    assert str(error.value).startswith(
+        "<string>:2:8: error: a runtime check failed: 'tensor.dim' asks for a dimension "
+        "a rank-2 tensor lacks"
+    ), str(error.value)
+    with pytest.raises(
+        DhirError, match=r"<string>:2:8: .*'tensor.dim' .*dimension 5 of a rank-2 tensor"
+    ):
+        dhir.run(DIM_OF_TENSOR, t, 5, backend="interp")
+
+
 # The same through an unranked memref (line 4), whose rank only the run knows: native code
 # returned a number (exit status 0) for 2, 7 and -1, and even a constant asks for a check.
 DIM_OF_UNRANKED = """\

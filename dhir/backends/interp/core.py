@@ -67,10 +67,13 @@ class Trap(BaseException):
         self.named = named
 
 
-def fail(op: Operation, message: str, named: tuple[Named, ...] = ()) -> NoReturn:
+def fail(
+    op: Operation, message: str, named: tuple[Named, ...] = (), name: str | None = None
+) -> NoReturn:
     """Stop the run at `op`; `named`: the sizes and values whose arguments the message
-    names after it, as native code's checks do."""
-    raise Trap(op, f"'{op.name}' {message}", named)
+    names after it, as native code's checks do; `name`: the op the user wrote, where
+    not `op`'s own."""
+    raise Trap(op, f"'{name or op.name}' {message}", named)
 
 
 class OpStack(Interpreter.Listener):

@@ -306,7 +306,9 @@ class MemrefImpls(InterpreterFunctions):
     def run_dim(self, interp: Interpreter, op: Operation, args: Values) -> Values:
         array, axis = args
         if not 0 <= axis < array.ndim:
-            fail(op, f"asks for dimension {axis} of a rank-{array.ndim} memref")
+            name = memref.dim_written(op)  # a tensor.dim, bufferized
+            what = "memref" if name == op.name else "tensor"
+            fail(op, f"asks for dimension {axis} of a rank-{array.ndim} {what}", name=name)
         return (array.shape[axis],)
 
     @handles(memref.RankOp)
