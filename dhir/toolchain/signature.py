@@ -146,6 +146,7 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
     except OSError as error:
         message = f"cannot write results to {directory}: {error.strerror or error}"
         raise DhirError([Diagnostic(message)]) from None
+    _check_writable(directory)
     try:
         earlier = (directory / WRITTEN).read_text().split("\n")
     except OSError:
@@ -162,6 +163,23 @@ def clear_outputs(signature: EntrySignature, directory: Path) -> None:
         (directory / WRITTEN).unlink(missing_ok=True)
     except OSError as error:
         message = f"cannot remove earlier results from {directory}: {error.strerror or error}"
+        raise DhirError([Diagnostic(message)]) from None
+
+
+def _check_writable(directory: Path) -> None:
+    """Refuse a folder that takes no file (read-only, another user's, sysfs) now: its
+    results would be lost after the run. A file is made to find out, as permissions
+    alone do not say (root passes them, a read-only mount does not)."""
+    probe = directory / f".dhir-probe.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(probe, "xb"):
+            pass
+        probe.unlink()
+    except OSError as error:
+        message = (
+            f"cannot write results to {directory}: {error.strerror or error}; choose a "
+            "folder you may write to"
+        )
         raise DhirError([Diagnostic(message)]) from None
 
 

@@ -608,6 +608,20 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_the_run(
         dhir.run(VECTOR_ADD, *arrays, backend="interp", output_dir="/proc/dhir-no-such/out")
 
 
+@pytest.mark.skipif(not os.path.isdir("/sys"), reason="needs Linux's /sys")
+def test_an_output_folder_that_takes_no_file_is_refused_before_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A folder that is there but takes no file (sysfs refuses even root; a read-only one)
+    failed only after the run, its results lost: `cannot write results to /sys: ...`
+    once the program had run to its end."""
+    monkeypatch.setattr(interp, "run_interp", _must_not_run)
+    arrays = [np.zeros(20, np.int32) for _ in range(3)]
+    message = "cannot write results to /sys: Permission denied; choose a folder you may write to"
+    with pytest.raises(DhirError, match=f"{re.escape(message)}$"):
+        dhir.run(VECTOR_ADD, *arrays, backend="interp", output_dir="/sys")
+
+
 def test_many_more_ranks_than_cores_are_said_before_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
