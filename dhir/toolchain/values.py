@@ -103,6 +103,17 @@ def _shape_text(dims: Sequence[str]) -> str:
     return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
+def _input_fix(dtype: np.dtype, shape_ok: bool, dtype_ok: bool) -> str:
+    """What to do about an input array whose dtype or shape is not the argument's."""
+    if shape_ok:
+        return (
+            f"convert it (array.astype('{dtype}')), or give the argument the array's element type"
+        )
+    if dtype_ok:
+        return "give an array of that shape (array.reshape), or give the argument the array's shape"
+    return "give an array of that shape and dtype, or give the argument the array's type"
+
+
 def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.ndarray:
     where = _named(spec, entry)
     if not spec.is_memref:
@@ -122,13 +133,15 @@ def _check_input(spec: ArgSpec, value: object, entry: str, copy: bool) -> np.nda
         want in (DYNAMIC, got) for want, got in zip(spec.shape, value.shape)
     )
     # Another byte order (a big-endian .npy) holds the same values: converted below.
-    if not shape_ok or value.dtype.newbyteorder("=") != spec.dtype:
+    dtype_ok = value.dtype.newbyteorder("=") == spec.dtype
+    if not shape_ok or not dtype_ok:
         want_shape = _shape_text(["?" if d == DYNAMIC else str(d) for d in spec.shape])
         raise DhirError(
             [
                 Diagnostic(
                     f"{where} needs an array of shape {want_shape} and dtype {spec.dtype}, "
-                    f"got shape {value.shape} and dtype {value.dtype}"
+                    f"got shape {value.shape} and dtype {value.dtype}; "
+                    + _input_fix(spec.dtype, shape_ok, dtype_ok)
                 )
             ]
         )

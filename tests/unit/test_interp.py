@@ -1318,6 +1318,20 @@ def test_an_array_too_large_for_the_interpreter_is_a_located_error(
     assert why in message and "MemoryError" not in message
 
 
+def test_an_input_of_the_wrong_dtype_or_shape_says_what_to_do() -> None:
+    """It said what was wrong only (`needs ... dtype float32, got ... float64`)."""
+    dtype = run_error(OOB, np.zeros(4, np.float64))
+    assert dtype.endswith(
+        "got shape (4,) and dtype float64; convert it (array.astype('float32')), or "
+        "give the argument the array's element type"
+    ), dtype
+    shape = run_error(OOB, np.zeros((2, 2), np.float32))
+    assert shape.endswith(
+        "got shape (2, 2) and dtype float32; give an array of that shape (array.reshape), "
+        "or give the argument the array's shape"
+    ), shape
+
+
 def test_bad_inputs() -> None:
     assert "needs an array of shape (4,) and dtype float32, got shape (5,)" in run_error(
         OOB, np.zeros(5, np.float32)
