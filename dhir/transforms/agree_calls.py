@@ -41,6 +41,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
+from dhir.analysis.communication import THREAD_SAFE_EXTERNALS
 from dhir.dialects import affine, arith, func, scf
 from dhir.dialects.dhir import TaskOp
 from dhir.ir.walk import enclosing, find_ops
@@ -92,14 +93,28 @@ def _agreed(module: ModuleOp, call: func.CallOp, hosts: set[func.FuncOp]) -> boo
     """Whether `call` is host code's call, with a scalar result, of the user's code or of
     a function of the program that calls it and that not only host code calls (`hosts`:
     those that only host code calls, whose own calls are agreed)."""
-    callee = SymbolTable.lookup_symbol(module, call.callee.string_value())
+    name = call.callee.string_value()
+    callee = SymbolTable.lookup_symbol(module, name)
     return (
         isinstance(callee, func.FuncOp)
         and (_users(callee) if callee.is_declaration else callee not in hosts)
         and (callee.is_declaration or _calls_users(module, callee, set()))
-        and enclosing(call, _NOT_HOST) is None
+        and enclosing(call, TaskOp) is None  # one rank runs it there
+        and _in_order(call, name)
         and any(_bits(r.type) is not None for r in call.results)
     )
+
+
+def _in_order(call: func.CallOp, name: str) -> bool:
+    """Whether `call` runs on one thread of each rank, in the same order on every rank:
+    outside parallel loops, or in one and of code that may reach MPI (not the C math
+    library's: dhir.analysis.communication), which dhir-serial-loops runs in order, as it
+    would the broadcast. (A host scf.parallel storing C's answer gave rank 1's to a task
+    on rank 1, exit 0.) The math library's answers are every rank's alike: their loops
+    stay on their threads."""
+    if name in THREAD_SAFE_EXTERNALS:
+        return enclosing(call, (scf.ParallelOp, affine.ParallelOp)) is None
+    return True
 
 
 def _users(function: func.FuncOp) -> bool:

@@ -261,3 +261,42 @@ def test_a_called_function_s_host_code_takes_rank_0_s_answer(ranked_c: Path) -> 
     assert want[1][1] == 1.25  # rank 0's weight, 0.25
     got = dhir.run(HELPER_WEIGHT, *inputs, ranks=2, link=[ranked_c], timeout=TIMEOUT)
     assert [g.tobytes() for g in got] == [np.asarray(w).tobytes() for w in want]
+
+
+# C's answer stored by a host scf.parallel, read by a task on rank 1: rank 1 stored its
+# own (1.25, not 0.25), exit 0.
+PARALLEL_STORE = (
+    DECLARATIONS
+    + f"""
+func.func @main(%u: {F64}, %v: {F64}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant {N} : index
+  scf.parallel (%i) = (%c0) to (%c16) step (%c1) {{
+    %w = func.call @c_f32() : () -> f32
+    %x = arith.extf %w : f32 to f64
+    memref.store %x, %u[%i] : {F64}
+  }}
+  dhir.schedule %u, %v {{
+    %cpu = dhir.target {{kind = "cpu"}}
+    %a = dhir.task %cpu, %u, %v attributes {{dhir.rank = 1}} {{
+      scf.for %i = %c0 to %c16 step %c1 {{
+        %x = memref.load %u[%i] : {F64}
+        memref.store %x, %v[%i] : {F64}
+      }}
+    }}
+  }}
+  return
+}}
+"""
+)
+
+
+@pytest.mark.skipif(shutil.which("mlir-opt-22") is None, reason="needs LLVM 22")
+@pytest.mark.mpi
+def test_a_host_parallel_loop_takes_rank_0_s_answer(ranked_c: Path) -> None:
+    inputs = [np.zeros(N), np.zeros(N)]
+    want = dhir.run(PARALLEL_STORE, *inputs, backend="interp", link=[ranked_c])
+    assert want[1][0] == 0.25  # rank 0's
+    got = dhir.run(PARALLEL_STORE, *inputs, ranks=2, threads=2, link=[ranked_c], timeout=TIMEOUT)
+    assert [g.tobytes() for g in got] == [np.asarray(w).tobytes() for w in want]
