@@ -353,10 +353,10 @@ def _add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target",
-        metavar="ARCH|cpu|gpu",
+        metavar="ARCH|cpu|gpu|any",
         type=checked(target_name, str, "a target"),
-        help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu "
-        "(default: any device)",
+        help="where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, ...), cpu, gpu, "
+        "or any (the default: any device)",
     )
 
 

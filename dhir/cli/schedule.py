@@ -201,10 +201,10 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--target",
-        metavar="ARCH|cpu|gpu",
+        metavar="ARCH|cpu|gpu|any",
         type=checked(target_name, str, "a target"),
         help="with FILE: where the tasks CodeDrop makes may run: an arch (x86_64, sm_90, "
-        "...), cpu, gpu (default: any device)",
+        "...), cpu, gpu, or any (the default: any device)",
     )
     parser.add_argument(
         "--no-optimize",
