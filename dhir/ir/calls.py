@@ -3,11 +3,11 @@ has some property (holds a schedule, uses a mutable global, communicates); and e
 function's call sites, for analyses that follow an argument to what its calls pass."""
 
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation
 
 from dhir.dialects import func
@@ -72,7 +72,17 @@ def call_sites(module: Operation) -> CallSites:
         if isinstance(op, func.CallOp):
             calls.setdefault(op.callee.string_value(), []).append(op)
             continue
-        for attr in (*op.properties.values(), *op.attributes.values()):
-            if isinstance(attr, SymbolRefAttr):
-                named.add(attr.root_reference.data)
+        named.update(_named(op))
     return CallSites(calls, frozenset(named))
+
+
+def _named(op: Operation) -> Iterator[str]:
+    """The symbols `op`'s attributes and properties name, at their top or in an array
+    (a function named in a list is as much a pointer to it)."""
+    values = [*op.properties.values(), *op.attributes.values()]
+    while values:
+        value = values.pop()
+        if isinstance(value, SymbolRefAttr):
+            yield value.root_reference.data
+        elif isinstance(value, ArrayAttr):
+            values.extend(value.data)

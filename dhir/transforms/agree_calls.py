@@ -26,14 +26,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     Float16Type,
     Float32Type,
     Float64Type,
     IndexType,
     IntegerType,
     ModuleOp,
-    SymbolRefAttr,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -44,6 +42,7 @@ from xdsl.traits import SymbolTable
 from dhir.analysis.communication import THREAD_SAFE_EXTERNALS
 from dhir.dialects import affine, arith, func, scf
 from dhir.dialects.dhir import TaskOp
+from dhir.ir.calls import call_sites, callers_of, through_callers
 from dhir.ir.walk import enclosing, find_ops
 from dhir.transforms.building import declare
 
@@ -69,13 +68,14 @@ class AgreeCallsPass(ModulePass):
         function = SymbolTable.lookup_symbol(op, self.entry)
         if self.ranks <= 1 or not isinstance(function, func.FuncOp):
             return
-        hosts = _host_functions(op, function)
+        reaching = _reaching_users(op, function)
+        hosts = _host_functions(op, function, reaching)
         calls = [
             call
             for host in op.ops
             if host in hosts
             for call in find_ops(host, func.CallOp)
-            if _agreed(op, call, hosts)
+            if _agreed(op, call, hosts, reaching)
         ]
         for call in calls:
             for result in call.results:
@@ -89,16 +89,19 @@ class AgreeCallsPass(ModulePass):
 _NOT_HOST = (TaskOp, scf.ParallelOp, affine.ParallelOp)
 
 
-def _agreed(module: ModuleOp, call: func.CallOp, hosts: set[func.FuncOp]) -> bool:
+def _agreed(
+    module: ModuleOp, call: func.CallOp, hosts: set[func.FuncOp], reaching: set[str]
+) -> bool:
     """Whether `call` is host code's call, with a scalar result, of the user's code or of
     a function of the program that calls it and that not only host code calls (`hosts`:
-    those that only host code calls, whose own calls are agreed)."""
+    those that only host code calls, whose own calls are agreed; `reaching`: the
+    functions that call the user's code, `_reaching_users`)."""
     name = call.callee.string_value()
     callee = SymbolTable.lookup_symbol(module, name)
     return (
         isinstance(callee, func.FuncOp)
         and (_users(callee) if callee.is_declaration else callee not in hosts)
-        and (callee.is_declaration or _calls_users(module, callee, set()))
+        and (callee.is_declaration or name in reaching)
         and enclosing(call, TaskOp) is None  # one rank runs it there
         and _in_order(call, name)
         and any(_bits(r.type) is not None for r in call.results)
@@ -123,36 +126,28 @@ def _users(function: func.FuncOp) -> bool:
     return not function.sym_name.data.startswith(_DHIRS)
 
 
-def _calls_users(module: ModuleOp, function: func.FuncOp, seen: set[str]) -> bool:
-    """Whether `function`, or a function of the program it calls, calls the user's code."""
-    seen.add(function.sym_name.data)
-    for call in find_ops(function, func.CallOp):
-        name = call.callee.string_value()
-        callee = SymbolTable.lookup_symbol(module, name)
-        if not isinstance(callee, func.FuncOp) or name in seen:
-            continue
-        if _users(callee) if callee.is_declaration else _calls_users(module, callee, seen):
-            return True
-    return False
+def _reaching_users(module: ModuleOp, entry: func.FuncOp) -> set[str]:
+    """The names of the program's functions with a body that call the user's code,
+    directly or through others. Empty where the entry is the only one (the calls of the
+    others are then not walked for: at 10,000 tasks the entry is most of the module)."""
+    functions = [f for f in module.ops if isinstance(f, func.FuncOp)]
+    if not any(not f.is_declaration and f is not entry for f in functions):
+        return set()
+    users = {f.sym_name.data: f for f in functions if f.is_declaration and _users(f)}
+    reached = through_callers(users, callers_of(module))
+    return {name for name in reached if name not in users}
 
 
-def _host_functions(module: ModuleOp, entry: func.FuncOp) -> set[func.FuncOp]:
+def _host_functions(module: ModuleOp, entry: func.FuncOp, reaching: set[str]) -> set[func.FuncOp]:
     """`entry` and the functions of the program that only host code calls: theirs or the
     entry's, outside tasks and parallel loops, by a `func.call` (a function named
     anywhere else may run anywhere); every rank runs each of them whole."""
-    own = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
-    hosts = {f for f in own.values() if not f.is_declaration}
+    hosts = {f for f in module.ops if isinstance(f, func.FuncOp) and not f.is_declaration}
     # Only a function that reaches the user's code can need agreeing: without one, the
     # walk over every op below (a tenth of a second at 10,000 tasks) is not needed.
-    if not any(_calls_users(module, f, set()) for f in hosts if f is not entry):
+    if not reaching.difference([entry.sym_name.data]):
         return {entry}
-    sites: dict[str, list[func.CallOp]] = {name: [] for name in own}
-    named: set[str] = set()
-    for op in module.walk():
-        if isinstance(op, func.CallOp) and op.callee.string_value() in sites:
-            sites[op.callee.string_value()].append(op)
-        elif not isinstance(op, func.CallOp):
-            named.update(_named(op))
+    sites = call_sites(module)
     changed = True
     while changed:
         changed = False
@@ -160,8 +155,8 @@ def _host_functions(module: ModuleOp, entry: func.FuncOp) -> set[func.FuncOp]:
             name = function.sym_name.data
             if function is entry:
                 continue
-            calls = sites[name]
-            if name in named or not calls or not all(_from(c, hosts) for c in calls):
+            calls = sites.of(name)
+            if name in sites.named or not calls or not all(_from(c, hosts) for c in calls):
                 hosts.discard(function)
                 changed = True
     return hosts
@@ -171,19 +166,6 @@ def _from(call: func.CallOp, hosts: set[func.FuncOp]) -> bool:
     """Whether `call` is in host code of one of `hosts`."""
     caller = enclosing(call, func.FuncOp)
     return caller in hosts and enclosing(call, _NOT_HOST) is None
-
-
-def _named(op: Operation) -> list[str]:
-    """The symbols `op`'s attributes and properties name (at their top, or in an array)."""
-    values = [*op.attributes.values(), *op.properties.values()]
-    found: list[str] = []
-    while values:
-        value = values.pop()
-        if isinstance(value, SymbolRefAttr):
-            found.append(value.root_reference.data)
-        elif isinstance(value, ArrayAttr):
-            values.extend(value.data)
-    return found
 
 
 def _bits(type_: Attribute) -> int | None:
