@@ -11,11 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.ir import Operation
 
 import dhir
-from dhir.analysis.proven_bounds import InBounds
+from dhir.analysis.proven_bounds import (
+    InBounds,
+    _outermost_loops,  # pyright: ignore[reportPrivateUsage]
+)
 from dhir.backends.native import _after_passes  # pyright: ignore[reportPrivateUsage]
-from dhir.dialects import memref
+from dhir.dialects import affine, memref, scf
 from dhir.ir.diagnostics import DhirError, SourceLoc
 from dhir.ir.text import parse_string as parse_module
 from dhir.toolchain.failure import FailedCheck, failed_check
@@ -786,3 +790,60 @@ def test_nests_alike_but_for_what_they_share_are_proven_apart(
     # p - q and p - p are made by ops alike: only which values they take tells them
     # apart. The third nest is the first again.
     assert _decisions(SHARED_LEAF, monkeypatch) == ([True, False, True], 2)
+
+
+# Loops in loops, a loop beside them, and ops outside any loop, in two functions.
+NESTED = """
+func.func @f(%a: memref<16xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %x = arith.constant 1.0 : f64
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %x, %a[%i] : memref<16xf64>
+    scf.for %j = %c0 to %c4 step %c1 {
+      affine.for %k = 0 to 4 {
+        memref.store %x, %a[%k] : memref<16xf64>
+      }
+      scf.parallel (%p) = (%c0) to (%c4) step (%c1) {
+        memref.store %x, %a[%p] : memref<16xf64>
+      }
+    }
+  }
+  scf.if %true {
+    affine.parallel (%q) = (0) to (4) {
+      memref.store %x, %a[%q] : memref<16xf64>
+    }
+  }
+  memref.store %x, %a[%c0] : memref<16xf64>
+  return
+}
+func.func @g(%a: memref<16xf64>) {
+  %c0 = arith.constant 0 : index
+  %x = arith.constant 1.0 : f64
+  affine.for %k = 0 to 4 {
+    memref.store %x, %a[%k] : memref<16xf64>
+  }
+  return
+}
+""".replace("scf.if %true", "%true = arith.constant true\n  scf.if %true")
+
+
+def _outermost_by_walking_up(op: Operation) -> Operation | None:
+    outermost = None
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, (scf.ForOp, scf.ParallelOp, affine.ForOp, affine.ParallelOp)):
+            outermost = parent
+        parent = parent.parent_op()
+    return outermost
+
+
+def test_outermost_loops_are_those_found_by_walking_up_from_each_op() -> None:
+    ops = list(parse_module(NESTED).walk())
+    found = _outermost_loops(ops)
+    assert found == [_outermost_by_walking_up(op) for op in ops]
+    assert len({id(loop) for loop in found if loop is not None}) == 3
+    # Asked in any order, one op at a time or again, the answers stay the same.
+    assert _outermost_loops(ops[::-1]) == found[::-1]
+    assert [_outermost_loops([op])[0] for op in ops] == found

@@ -16,6 +16,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from dhir import parse_string
 from dhir.analysis import sharing
 from dhir.analysis.lift import Lifter
+from dhir.analysis.proven_bounds import _outermost_loops  # pyright: ignore[reportPrivateUsage]
 from dhir.analysis.sharing import check_shared_data
 from dhir.analysis.wrap_checks import wrap_checks
 from dhir.api import run_found, run_pipeline
@@ -382,3 +383,15 @@ def test_a_pass_skipped_for_want_of_its_kinds_would_change_nothing() -> None:
             assert str(copy) == str(module), (path.name, each.name)
             tried += 1
     assert tried > 500
+
+
+def test_outermost_loops_asks_each_class_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dhir-bounds-checks groups every access by its outermost loop: walking up from
+    each access through ABCMeta checks was 0.27 s of 0.49 s at 10,000 tasks."""
+    module = parse_string(programs.matmul_tasks(20, loops=True))
+    assert isinstance(module, ModuleOp)
+    ops = list(module.walk())
+    checks = _instance_checks(monkeypatch)
+    found = _outermost_loops(ops)
+    assert checks == []
+    assert any(loop is not None for loop in found)
