@@ -19,7 +19,6 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
-from xdsl.traits import SymbolTable
 
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
 from dhir.analysis.dependences import task_graph as dependence_graph
@@ -76,7 +75,7 @@ from dhir.placement.from_ir import (
 )
 from dhir.placement.graph import FORMAT, Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, DEFAULT_ALGORITHM
-from dhir.placement.memory import MemoryLimits, program_storage, resident
+from dhir.placement.memory import MemoryLimits, held_in_part, program_storage, resident
 from dhir.placement.render import FORMATS, Arrow, dot, gantt
 from dhir.placement.residency import fitting, oversized_task, peak_resident
 from dhir.placement.simulate import Network, SharedNic, Simulation, simulate
@@ -118,7 +117,8 @@ class AsBuilt:
     model: CostModel
     limits: MemoryLimits | None = None  # shared by the program's schedules, placed in order
     storage: Callable[[], Storage | None] | None = None  # how the ranks hold the memrefs
-    # The outputs each rank writes itself (held_in_part): no message in the replay shown.
+    # The outputs each rank writes itself (placement.memory.held_in_part): no message in
+    # the replay shown.
     in_part: frozenset[SSAValue] = frozenset()
     deps: DependenceGraph | None = None  # the schedule's, found once for all of these
 
@@ -594,23 +594,6 @@ def _carried(module: ModuleOp) -> Constraints | None:
     follows in `dhir run`."""
     with diagnosed():
         return constraints_of(module)
-
-
-def held_in_part(
-    module: ModuleOp, entry: str, storage: Callable[[], Storage | None], nodes: list[str] | None
-) -> frozenset[SSAValue]:
-    """The memref arguments of `entry` the ranks may hold in part (Storage.in_part), whose
-    results each rank writes to the result files itself, for the as-built replay shown.
-    None where the ranks span several `nodes` (CostModel.nodes): a rank on another node
-    usually cannot open rank 0's files and sends its part to rank 0 (docs/semantics.md,
-    "Partitioned storage"). Placement keeps the message in its model: spreading tasks
-    that write an output row by row over the ranks would cut the output into more pieces
-    than the lowering's validity sets handle quickly."""
-    function = SymbolTable.lookup_symbol(module, entry)
-    found = storage() if nodes is None else None
-    if found is None or not isinstance(function, FuncOp):
-        return frozenset()
-    return found.in_part(function)
 
 
 def _read_program(path: Path) -> ModuleOp:

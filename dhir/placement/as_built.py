@@ -26,7 +26,7 @@ fewer ranks busy at once than the schedule is wide; all ranks start at 0.
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from dhir.analysis.dependences import Hazard
 from dhir.analysis.dependences import TaskGraph as DependenceGraph
@@ -48,11 +48,16 @@ from dhir.placement.from_ir import (
 )
 from dhir.placement.graph import Placement, TaskGraph
 from dhir.placement.list_scheduling import ALGORITHMS, best_candidates, timed
-from dhir.placement.memory import MemoryLimits, resident
+from dhir.placement.memory import MemoryLimits, held_in_part, resident
 
 # Candidates whose makespans as built are within this fraction of the shortest count as
 # tied; the one whose fullest rank holds least is taken.
 MEMORY_TIE = 0.01
+# Up to this many tasks, `best` times its candidates without the messages taking the
+# outputs each rank writes itself to rank 0. Above it they stay: spreading tasks that
+# write an output row by row cuts it into more pieces than the lowering's validity sets
+# handle quickly.
+JUDGED_UNSENT = 256
 
 
 def fastest_as_built(
@@ -65,6 +70,7 @@ def fastest_as_built(
     fits: Callable[[Mapping[str, str]], bool] | None = None,
     held: Callable[[Mapping[str, str]], int] | None = None,
     called: bool | None = None,
+    in_part: Set[SSAValue] = frozenset(),
 ) -> Placement:
     """Of `best`'s candidate placements (`best_candidates`) that `fits` (all when none
     does), the one whose makespan as built is the shortest; `best`'s own on ties. The
@@ -74,13 +80,14 @@ def fastest_as_built(
     dependence graph, when known already. `held`: the most bytes a rank holds with a
     placement; of the candidates within MEMORY_TIE of the shortest, the one holding
     least wins (an estimate that close is no reason to hold a whole array on one rank).
-    `called`: whether a function calls the entry, when known already."""
+    `called`: whether a function calls the entry, when known already. `in_part`: the
+    outputs each rank writes itself (`held_in_part`), which the replay does not send."""
     candidates = best_candidates(graph)
     if fits is not None:
         candidates = [c for c in candidates if fits(c.assignment)] or candidates
     if len(candidates) == 1:
         return candidates[0]
-    replay = _Replay(schedule, graph, devices, costs, entry, deps, called)
+    replay = _Replay(schedule, graph, devices, costs, entry, deps, called, in_part)
     times = [replay.makespan(placed.assignment) for placed in candidates]
     fastest = min(range(len(candidates)), key=times.__getitem__)
     near = [k for k, t in enumerate(times) if t <= times[fastest] * (1 + MEMORY_TIE)]
@@ -132,6 +139,7 @@ def place_program(
             fits=fits if limits else None,
             held=held,
             called=called,
+            in_part=_unsent(schedule, len(tasks), costs, devices, entry, storage, limits),
         )
     else:
         placed = ALGORITHMS[algorithm](graph)
@@ -145,6 +153,28 @@ def place_program(
         return placed
     moved = dict(placed.assignment) | {n: device_name(r) for n, r in zip(names, settled)}
     return timed(graph, moved)
+
+
+def _unsent(
+    schedule: ScheduleOp,
+    count: int,
+    costs: CostModel,
+    devices: Sequence[Device],
+    entry: str,
+    storage: Callable[[], Storage | None] | None,
+    limits: MemoryLimits | None,
+) -> frozenset[SSAValue]:
+    """The outputs `best` judges its candidates without sending (JUDGED_UNSENT)."""
+    if count > JUDGED_UNSENT or (storage is None and limits is None):
+        return frozenset()
+
+    def found() -> Storage | None:
+        return limits.storage if limits is not None else storage() if storage else None
+
+    module = schedule.get_toplevel_object()
+    if not isinstance(module, Operation):
+        return frozenset()
+    return held_in_part(module, entry, found, costs.nodes(devices))
 
 
 def as_built_makespan(
@@ -214,7 +244,7 @@ class _Replay:
     slow as if the idle rank competed for memory). `in_part`: the entry's memref
     arguments the ranks hold in part (Storage.in_part): each rank writes its part of
     such an output to the result files, nothing goes to rank 0. Placement itself keeps
-    the message in its model (see held_in_part in dhir.cli.schedule)."""
+    the message in its model above JUDGED_UNSENT tasks."""
 
     def __init__(
         self,

@@ -627,8 +627,9 @@ def end_as_built(
 ) -> Placement:
     """`placement` with END_TASK timed as if the outputs `in_part` were not sent to rank 0:
     a partitioned run has each rank write its part of them itself, as the as-built replay
-    has it (dhir.placement.as_built). For display only: placement keeps the message in
-    its model (see held_in_part in dhir.cli.schedule). The other tasks keep their times;
+    has it (dhir.placement.as_built). For display only: the list schedules keep the
+    message in their model (`best` judges its candidates as built, without it, up to
+    as_built.JUDGED_UNSENT tasks). The other tasks keep their times;
     the end starts once its inputs are on rank 0, in the first gap of rank 0 it fits."""
     if END_TASK not in placement.assignment or not in_part or step_loop(schedule) is not None:
         return placement

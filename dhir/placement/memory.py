@@ -22,6 +22,9 @@ dhir.analysis.partition (a time loop that finds no fixed layout).
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from xdsl.ir import Operation, SSAValue
+from xdsl.traits import SymbolTable
+
 from dhir.analysis.footprint import Whole
 from dhir.analysis.outputs import final_to_root
 from dhir.analysis.partition import Rows, Storage, Stored, describe, storage
@@ -179,6 +182,21 @@ def program_storage(
     memref a whole GPU task uses stays whole there). `regions`: tasks' access regions,
     where already found."""
     return storage(function, ranks, final_to_root(function, entry), regions)
+
+
+def held_in_part(
+    module: Operation, entry: str, storage: Callable[[], Storage | None], nodes: list[str] | None
+) -> frozenset[SSAValue]:
+    """The memref arguments of `entry` the ranks may hold in part (Storage.in_part), whose
+    results each rank writes to the result files itself, so no message takes them to
+    rank 0. None where the ranks span several `nodes` (CostModel.nodes): a rank on
+    another node usually cannot open rank 0's files and sends its part to rank 0
+    (docs/semantics.md, "Partitioned storage")."""
+    function = SymbolTable.lookup_symbol(module, entry)
+    found = storage() if nodes is None else None
+    if found is None or not isinstance(function, func.FuncOp):
+        return frozenset()
+    return found.in_part(function)
 
 
 def resident(found: Storage, placement: Mapping[TaskOp, int]) -> list[int]:
