@@ -65,7 +65,10 @@ class CpuFacts:
 
 # x86's instructions that convert f32 to bf16 (AVX512-BF16, AVX-NE-CONVERT) flush
 # subnormals to zero; without them LLVM rounds in software, as the interpreter does.
-_X86_OFF = ("-mno-avx512bf16", "-mno-avxneconvert")
+# With AVX512-FP16, f16 maximumf/minimumf keep a signalling NaN that computing in f32,
+# as the interpreter and every other CPU do, quiets: the same program's bits would
+# depend on the node.
+_X86_OFF = ("-mno-avx512bf16", "-mno-avxneconvert", "-mno-avx512fp16")
 
 
 def cpu_flags(cpu: str, arch: str | None = None) -> tuple[str, ...]:

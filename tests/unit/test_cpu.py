@@ -85,8 +85,19 @@ def test_flags_by_arch() -> None:
         "-march=znver4",
         "-mno-avx512bf16",
         "-mno-avxneconvert",
+        "-mno-avx512fp16",
     )
     assert cpu_flags("neoverse-v2", "aarch64") == ("-mcpu=neoverse-v2",)
+
+
+def test_a_build_for_a_cpu_with_avx512_fp16_computes_f16_in_f32() -> None:
+    """Sapphire Rapids has AVX512-FP16: f16 maximumf computed in f16 kept a signalling
+    NaN the interpreter (and every CPU without it) quiets."""
+    clang = str(find_llvm_tools().clang)
+    command = [clang, *cpu_flags("sapphirerapids", "x86_64"), "-dM", "-E", "-x", "c", "/dev/null"]
+    macros = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "#define __AVX512F__ 1" in macros and "#define __F16C__ 1" in macros
+    assert "__AVX512FP16__" not in macros and "__AVX512BF16__" not in macros
 
 
 def test_native_and_a_named_cpu_key_the_cache_apart() -> None:
