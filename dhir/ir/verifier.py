@@ -59,7 +59,7 @@ from dhir.targets import DeviceKind
 
 # The functions MLIR 22's memref lowering calls, with the type it declares them with
 # (`index` is i64 there): memref.alloc calls malloc or aligned_alloc, memref.dealloc free,
-# a strided memref.copy memrefCopy (MLIR's runner utils).
+# a strided memref.copy memrefCopy (dhir's runtime defines it; MLIR's runner utils too).
 LOWERING_FUNCTIONS = {
     "malloc": "(i64) -> !llvm.ptr",
     "aligned_alloc": "(i64, i64) -> !llvm.ptr",

@@ -445,6 +445,56 @@ int64_t dhir_rt_copy_overlaps(void) {
   return copy_views_overlap(copy_asked, copy_rank, copy_bytes);
 }
 
+/* A ranked memref descriptor, as MLIR's LLVM lowering lays it out. */
+typedef struct {
+  char *allocated;
+  char *aligned;
+  int64_t offset;
+  int64_t shape[]; /* sizes[rank], then strides[rank], in elements */
+} ranked_descriptor;
+
+void memrefCopy(int64_t element_bytes, dhir_rt_unranked *source, dhir_rt_unranked *target) {
+  int64_t rank = source->rank;
+  const ranked_descriptor *from = source->descriptor, *to = target->descriptor;
+  char *in = from->aligned + from->offset * element_bytes;
+  char *out = to->aligned + to->offset * element_bytes;
+  if (rank == 0) {
+    memcpy(out, in, (size_t)element_bytes);
+    return;
+  }
+  const int64_t *sizes = from->shape, *in_strides = from->shape + rank;
+  const int64_t *out_strides = to->shape + rank;
+  for (int64_t d = 0; d < rank; ++d)
+    if (sizes[d] == 0)
+      return;
+  /* Rows along the last dimension, one memcpy each where both are contiguous there. */
+  int64_t last = rank - 1, length = sizes[last];
+  int contiguous = in_strides[last] == 1 && out_strides[last] == 1;
+  int64_t index[rank > 1 ? rank - 1 : 1];
+  memset(index, 0, sizeof index);
+  for (;;) {
+    if (contiguous) {
+      memcpy(out, in, (size_t)(length * element_bytes));
+    } else {
+      for (int64_t k = 0; k < length; ++k)
+        memcpy(out + k * out_strides[last] * element_bytes,
+               in + k * in_strides[last] * element_bytes, (size_t)element_bytes);
+    }
+    int64_t d = last - 1;
+    for (; d >= 0; --d) {
+      in += in_strides[d] * element_bytes;
+      out += out_strides[d] * element_bytes;
+      if (++index[d] < sizes[d])
+        break;
+      in -= sizes[d] * in_strides[d] * element_bytes;
+      out -= sizes[d] * out_strides[d] * element_bytes;
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
 static void check(int code, const char *call) {
   if (code == MPI_SUCCESS)
     return;

@@ -146,6 +146,16 @@ void dhir_rt_copy_dim(int64_t dim, int64_t source_size, int64_t source_stride,
                       int64_t target_size, int64_t target_stride);
 int64_t dhir_rt_copy_overlaps(void);
 
+/* memref.copy between memrefs of other layouts than the identity, as MLIR's lowering
+ * calls it: the element's size in bytes, then the source's and the target's unranked
+ * descriptors. Defined here, not taken from MLIR's runner utils: Debian's build of those
+ * loads libMLIR and libLLVM, about 74 MB resident in every rank and its start-up. */
+typedef struct {
+  int64_t rank;
+  void *descriptor; /* allocated and aligned pointers, offset, sizes[rank], strides[rank] */
+} dhir_rt_unranked;
+void memrefCopy(int64_t element_bytes, dhir_rt_unranked *source, dhir_rt_unranked *target);
+
 /* Used by the generated harness. */
 void dhir_rt_init(int *argc, char ***argv, int32_t expected_ranks);
 void dhir_rt_finalize(void);

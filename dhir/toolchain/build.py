@@ -549,7 +549,8 @@ class _Recipe:
         command = [tools.clang, *self.clang_flags, *modules, *others, *gpu_link, "-o", "program"]
         command += [*self.linked.flags(), *self.mpi.link_flags, "-lm"]
         if runner_utils:
-            # memref.copy between strided memrefs calls memrefCopy from MLIR's runner utils.
+            # rtclock, printF64 and the like, which a program may call; memrefCopy (a
+            # strided memref.copy) is dhir's runtime's, so most programs need none of it.
             command += ["-Wl,--as-needed", runner_utils[-1], f"-Wl,-rpath,{tools.lib_dir}"]
             # vector.print of f16 and bf16 calls printF16 and printBF16, defined there.
             command += float16_utils[-1:]

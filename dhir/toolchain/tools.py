@@ -63,7 +63,7 @@ class MpiInstall:
         return (f"-L{self.lib_dir}", f"-Wl,-rpath,{self.lib_dir}", "-lmpi")
 
 
-# Debian's LLVM packages' libraries: MLIR's runner utils (memrefCopy, printF64, ...).
+# Debian's LLVM packages' libraries: MLIR's runner utils (printF64, rtclock, ...).
 LLVM_LIB_DIR = Path(f"/usr/lib/llvm-{LLVM_VERSION}/lib")
 
 
