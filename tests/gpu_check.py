@@ -438,19 +438,6 @@ def _copy_runtime(target: Path) -> None:
     llvm = find_llvm_tools()
     for library in llvm.lib_dir.glob("libomp.so.*"):  # the name programs need
         shutil.copy2(library, target / "lib" / library.name)
-    # LLVM 22's runner utils need libMLIR.so (107 MB): programs get scripts/memref_copy.c's
-    # memrefCopy under the library's name instead.
-    for library in llvm.lib_dir.glob("libmlir_c_runner_utils.so.*"):
-        build_memref_copy(target / "lib" / library.name)
-
-
-def build_memref_copy(library: Path) -> None:
-    """scripts/memref_copy.c as the shared library `library` (its name, its soname)."""
-    from dhir.toolchain.tools import find_llvm_tools
-
-    command = [str(find_llvm_tools().clang), "-O2", "-shared", "-fPIC"]
-    command += [f"-Wl,-soname,{library.name}", "-o", str(library)]
-    subprocess.run([*command, str(ROOT / "scripts" / "memref_copy.c")], check=True)
 
 
 def check(directory: Path, jobs: int) -> int:
