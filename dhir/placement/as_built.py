@@ -124,9 +124,12 @@ def place_program(
     def fits(assignment: Mapping[str, str]) -> bool:
         return limits is None or limits.fits(schedule, ranks(assignment))
 
+    def found() -> Storage | None:
+        return limits.storage if limits is not None else storage() if storage else None
+
     def held(assignment: Mapping[str, str]) -> int:
-        found = limits.storage if limits is not None else storage() if storage else None
-        return max(resident(found, ranks(assignment)), default=0) if found else 0
+        held_now = found()
+        return max(resident(held_now, ranks(assignment)), default=0) if held_now else 0
 
     if algorithm == "best":
         placed = fastest_as_built(
@@ -139,7 +142,7 @@ def place_program(
             fits=fits if limits else None,
             held=held,
             called=called,
-            in_part=_unsent(schedule, len(tasks), costs, devices, entry, storage, limits),
+            in_part=_unsent(schedule, len(tasks), costs, devices, entry, found),
         )
     else:
         placed = ALGORITHMS[algorithm](graph)
@@ -161,20 +164,13 @@ def _unsent(
     costs: CostModel,
     devices: Sequence[Device],
     entry: str,
-    storage: Callable[[], Storage | None] | None,
-    limits: MemoryLimits | None,
+    storage: Callable[[], Storage | None],
 ) -> frozenset[SSAValue]:
     """The outputs `best` judges its candidates without sending (JUDGED_UNSENT)."""
-    if count > JUDGED_UNSENT or (storage is None and limits is None):
-        return frozenset()
-
-    def found() -> Storage | None:
-        return limits.storage if limits is not None else storage() if storage else None
-
     module = schedule.get_toplevel_object()
-    if not isinstance(module, Operation):
+    if count > JUDGED_UNSENT or not isinstance(module, Operation):
         return frozenset()
-    return held_in_part(module, entry, found, costs.nodes(devices))
+    return held_in_part(module, entry, storage, costs.nodes(devices))
 
 
 def as_built_makespan(
